@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""Turn the workbook's lessons into Doxygen pages (Python 3 standard library only).
+
+The lesson READMEs stay plain Markdown that reads well on GitHub and in a terminal. This
+script writes a Doxygen flavoured copy of each one into the build directory and adds what
+only the book needs:
+
+  * a page label ``{#lessonN}`` on the title, previous / contents / next links at the top
+    and bottom, and a table of contents;
+  * the lesson's graphviz diagrams (``\\dotfile``) under its ASCII diagram;
+  * a section "The reference code" with ``\\snippet`` blocks cut from the compiled
+    solution, by the tags listed in docs/book.json (a tag that is not in the file is an
+    error, so the pages cannot drift from the code);
+  * the measured reference bandwidth table from docs/results/*.json, or "Not measured yet";
+  * ```` ```math ```` blocks and ``$`...`$`` spans (GitHub's math syntax) as Doxygen
+    formulas, rendered by MathJax;
+  * relative links rewritten to page references or repository paths.
+
+It also writes the main page (docs/mainpage.md with its placeholders filled in), a page of
+hints per lesson, a page of all measured results, the namespace descriptions, the lesson
+map (graphviz, generated from the lessons present) and manifest.json, which the site test
+(docs/tests/check_site.py) reads to know what the HTML must contain.
+
+Usage:
+  build_pages.py --root REPO --out DIR [--config docs/book.json] [--results DIR]
+  build_pages.py header IN OUT     add the doxygen-awesome scripts to a Doxygen header
+Exit status: 0 done, 1 a lesson, mapping or results file is wrong (the message says which).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+PLACEHOLDER_MEASURED = re.compile(r"^\s*See docs/results/.*filled in from the GPU run\.?\s*$")
+TITLE = re.compile(r"^# Lesson (\d+) — (.+?)\s*$")
+H1 = re.compile(r"^#\s+(.+?)\s*$")
+H2 = re.compile(r"^##\s+(.+?)\s*$")
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)\s*$")
+LINK = re.compile(r"(!?)\[([^\]]+)\]\(([^)\s]+)\)")
+INLINE_MATH = re.compile(r"\$`([^`]+)`\$")
+MARKER = re.compile(r"^\s*///\s*\[([^\]\n]+)\]\s*$")
+RESULT_KEYS = ("gpu", "driver", "cuda", "date", "commit", "copy_gbps", "rows")
+ROW_KEYS = ("lesson", "shape", "dtype", "reference_gbps", "copy_fraction")
+
+
+class BookError(Exception):
+    """A problem in a lesson, a mapping or a results file; the docs build stops on it."""
+
+
+# ----------------------------------------------------------------------------- lessons
+
+def find_lessons(root):
+    """Lessons present: {N: (folder name, README path)} for every lessons/NN-slug/README.md."""
+    found = {}
+    for readme in sorted(glob.glob(os.path.join(root, "lessons", "*", "README.md"))):
+        folder = os.path.basename(os.path.dirname(readme))
+        m = re.match(r"^(\d\d)-[a-z0-9-]+$", folder)
+        if not m:
+            raise BookError(f"{readme}: lesson folders are named NN-slug (two digits, a dash, a slug)")
+        n = int(m.group(1))
+        if n in found:
+            raise BookError(f"two lesson folders for lesson {n}: {found[n][0]} and {folder}")
+        found[n] = (folder, readme)
+    return found
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def parse_readme(path, n, required):
+    """Split a lesson README into its title and its ## sections, checking the heading contract."""
+    lines = read(path).splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        raise BookError(f"{path}: empty README")
+    m = TITLE.match(lines[0])
+    if not m:
+        raise BookError(f"{path}:1: the first line must be '# Lesson {n} — <Title>' (with an em dash), "
+                        f"found {lines[0]!r}")
+    if int(m.group(1)) != n:
+        raise BookError(f"{path}:1: the title says lesson {m.group(1)} but the folder is lesson {n}")
+    title = m.group(2)
+    sections, order, current, fence = {}, [], None, None
+    for number, line in enumerate(lines[1:], start=2):
+        f = FENCE.match(line)
+        if f:
+            marker = f.group(2)
+            if fence is None:
+                fence = marker[0] * len(marker)
+            elif marker.startswith(fence) and not f.group(3):
+                fence = None
+        if fence is None and not f:
+            h = H2.match(line)
+            if h and not line.startswith("###"):
+                current = h.group(1)
+                order.append(current)
+                sections[current] = []
+                continue
+            if H1.match(line) and not line.startswith("##"):
+                raise BookError(f"{path}:{number}: only the title may be a level-1 heading")
+        if current is None:
+            if line.strip():
+                sections.setdefault("", []).append(line)
+            continue
+        sections[current].append(line)
+    if fence is not None:
+        raise BookError(f"{path}: a fenced code block is not closed")
+    if order != required:
+        raise BookError(f"{path}: the ## headings must be exactly, in order:\n  " + "\n  ".join(required) +
+                        "\nfound:\n  " + "\n  ".join(order))
+    return title, sections
+
+
+def label_for(n, heading):
+    return f"lesson{n}_" + re.sub(r"[^a-z0-9]+", "_", heading.lower()).strip("_")
+
+
+# ----------------------------------------------------------------------------- markdown
+
+def convert_markdown(lines, ctx):
+    """GitHub Markdown -> Doxygen Markdown: math blocks, inline math, relative links."""
+    out, fence, in_math = [], None, False
+    for line in lines:
+        f = FENCE.match(line)
+        if in_math:
+            if f and f.group(2).startswith(fence) and not f.group(3):
+                out.append(f"{f.group(1)}\\f]")
+                in_math, fence = False, None
+            else:
+                out.append(line)
+            continue
+        if f:
+            if fence is None:
+                fence = f.group(2)[0] * len(f.group(2))
+                if f.group(3) == "math":
+                    out.append(f"{f.group(1)}\\f[")
+                    in_math = True
+                    ctx["formulas"] += 1
+                    continue
+            elif f.group(2).startswith(fence) and not f.group(3):
+                fence = None
+            out.append(line)
+            continue
+        if fence is not None:
+            out.append(line)
+            continue
+        line, count = INLINE_MATH.subn(lambda m: f"\\f${m.group(1)}\\f$", line)
+        ctx["formulas"] += count
+        out.append(LINK.sub(lambda m: rewrite_link(m, ctx), line))
+    return out
+
+
+def rewrite_link(m, ctx):
+    bang, text, target = m.groups()
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+        return m.group(0)
+    if target.startswith("#"):
+        return text  # GitHub's heading anchors are not Doxygen's
+    path_part = target.split("#", 1)[0]
+    resolved = os.path.normpath(os.path.join(ctx["dir"], path_part))
+    rel = os.path.relpath(resolved, ctx["root"]).replace(os.sep, "/")
+    page = ctx["pages_by_path"].get(rel)
+    if page:
+        return f'\\ref {page} "{escape_ref_text(text)}"'
+    if bang:
+        raise BookError(f"{ctx['source']}: image {target!r}: lesson pages draw pictures with graphviz "
+                        "(docs/book.json 'diagrams'), not image files")
+    plain = text.strip("`")
+    if plain in (rel, os.path.basename(rel)):
+        return text if "`" in text else f"`{plain}`"
+    return f"{text} (`{rel}`)"
+
+
+def escape_ref_text(text):
+    return text.replace('"', "'")
+
+
+# ----------------------------------------------------------------------------- snippets
+
+def snippet_tags(path):
+    """Tags of a solution file in order of first appearance, each checked to appear exactly twice."""
+    counts, order = {}, []
+    for line in read(path).splitlines():
+        m = MARKER.match(line)
+        if m:
+            tag = m.group(1).strip()
+            if tag not in counts:
+                order.append(tag)
+            counts[tag] = counts.get(tag, 0) + 1
+    for tag, count in counts.items():
+        if count != 2:
+            raise BookError(f"{path}: the marker [{tag}] appears {count} times; a region needs exactly two")
+    return order
+
+
+def region_text(path, tag):
+    """The lines between the two [tag] markers (what \\snippet will show)."""
+    inside, out = False, []
+    for line in read(path).splitlines():
+        m = MARKER.match(line)
+        if m and m.group(1).strip() == tag:
+            if inside:
+                return out
+            inside = True
+            continue
+        if inside and not MARKER.match(line):
+            out.append(line)
+    return out
+
+
+def caption_from_tag(tag):
+    words = tag.replace("-", " ").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def plan_snippets(n, folder, entry, root):
+    solution = entry.get("solution")
+    if not solution:
+        raise BookError(f"docs/book.json: lesson {n} names no solution file")
+    rel = f"{folder}/{solution}"
+    path = os.path.join(root, "solutions", folder, solution)
+    if not os.path.isfile(path):
+        raise BookError(f"lesson {n} has a README but no solution file solutions/{rel}: "
+                        "its page shows code cut from that file")
+    tags = snippet_tags(path)
+    wanted = entry.get("snippets", "all")
+    if wanted == "all":
+        if not tags:
+            raise BookError(f"solutions/{rel} marks no snippet regions (/// [tag] ... /// [tag]); "
+                            "the lesson page needs at least one")
+        wanted = [{"tag": t, "caption": caption_from_tag(t)} for t in tags]
+    out = []
+    for item in wanted:
+        tag = item["tag"]
+        if tag not in tags:
+            raise BookError(f"docs/book.json: lesson {n} shows snippet [{tag}] but solutions/{rel} has no "
+                            f"region with that tag (it has: {', '.join(tags) or 'none'})")
+        body = [l for l in region_text(path, tag) if l.strip()]
+        if not body:
+            raise BookError(f"solutions/{rel}: the region [{tag}] is empty")
+        out.append({"file": rel, "path": os.path.relpath(path, root).replace(os.sep, "/"), "tag": tag,
+                    "caption": item.get("caption") or caption_from_tag(tag), "lines": body})
+    documented = re.search(r"[@\\]file\b", read(path)) is not None
+    return solution, rel, out, documented
+
+
+# ----------------------------------------------------------------------------- results
+
+def load_results(results_dir):
+    """All docs/results/*.json files, validated, sorted by file name."""
+    results = []
+    if not results_dir or not os.path.isdir(results_dir):
+        return results
+    for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
+        try:
+            data = json.loads(read(path))
+        except ValueError as e:
+            raise BookError(f"{path}: not valid JSON ({e})")
+        missing = [k for k in RESULT_KEYS if k not in data]
+        if missing:
+            raise BookError(f"{path}: missing keys {missing}")
+        if not re.match(r"^\d{4}-\d{2}-\d{2}$", str(data["date"])):
+            raise BookError(f"{path}: date must be YYYY-MM-DD, found {data['date']!r}")
+        for i, row in enumerate(data["rows"]):
+            miss = [k for k in ROW_KEYS if k not in row]
+            if miss:
+                raise BookError(f"{path}: rows[{i}] is missing {miss}")
+            if row["dtype"] not in ("f32", "f16", "bf16"):
+                raise BookError(f"{path}: rows[{i}].dtype must be f32, f16 or bf16")
+            for k in ("reference_gbps", "copy_fraction"):
+                if not isinstance(row[k], (int, float)) or not math.isfinite(row[k]):
+                    raise BookError(f"{path}: rows[{i}].{k} must be a number")
+        data["_slug"] = os.path.splitext(os.path.basename(path))[0]
+        results.append(data)
+    return results
+
+
+def md_cell(text):
+    return str(text).replace("|", "\\|")
+
+
+def results_table(results, lesson=None):
+    """Markdown for the measured tables: one per GPU file that has rows for `lesson` (None: all)."""
+    blocks = []
+    for data in results:
+        rows = [r for r in data["rows"] if lesson is None or int(r["lesson"]) == lesson]
+        if not rows:
+            continue
+        commit = str(data["commit"])[:12]
+        blocks.append(
+            f"Measured on **{md_cell(data['gpu'])}** (driver {md_cell(data['driver'])}, CUDA {md_cell(data['cuda'])}, "
+            f"{data['date']}, commit `{commit}`). The device's own copy bandwidth, measured in the same run: "
+            f"**{data['copy_gbps']:.0f} GB/s**. Source: `docs/results/{data['_slug']}.json`.")
+        head = "| lesson | shape | dtype | reference GB/s | % of copy |" if lesson is None else \
+               "| shape | dtype | reference GB/s | % of copy |"
+        rule = "|---:|---|---|---:|---:|" if lesson is None else "|---|---|---:|---:|"
+        table = [head, rule]
+        for r in rows:
+            cells = [md_cell(r["shape"]), md_cell(r["dtype"]), f"{r['reference_gbps']:.0f}",
+                     f"{100.0 * r['copy_fraction']:.1f} %"]
+            if lesson is None:
+                cells.insert(0, str(int(r["lesson"])))
+            table.append("| " + " | ".join(cells) + " |")
+        blocks.append("\n".join(table))
+    if not blocks:
+        where = f"lesson {lesson}" if lesson is not None else "any lesson"
+        return (f"**Not measured yet.** No file in `docs/results/` has rows for {where}; "
+                "`scripts/gpu-check` runs `make bench` on a GPU and commits them there.")
+    return "\n\n".join(blocks)
+
+
+# ----------------------------------------------------------------------------- pages
+
+def nav_line(n, lessons, titles):
+    numbers = sorted(lessons)
+    i = numbers.index(n)
+    parts = []
+    if i > 0:
+        p = numbers[i - 1]
+        parts.append(f'\\ref lesson{p} "← Lesson {p}: {escape_ref_text(titles[p])}"')
+    parts.append('\\ref index "Contents"')
+    if i + 1 < len(numbers):
+        q = numbers[i + 1]
+        parts.append(f'\\ref lesson{q} "Lesson {q}: {escape_ref_text(titles[q])} →"')
+    return "<div class=\"lesson-nav\">" + " &nbsp;·&nbsp; ".join(parts) + "</div>"
+
+
+def lesson_page(n, folder, title, sections, entry, snippets, solution_info, results, lessons, titles, ctx):
+    solution, rel, documented = solution_info
+    out = [f"# Lesson {n} — {title} {{#lesson{n}}}", "", nav_line(n, lessons, titles), "", "[TOC]", ""]
+    if sections.get(""):
+        out += convert_markdown(sections[""], ctx) + [""]
+    for heading, body in sections.items():
+        if heading == "":
+            continue
+        out.append(f"## {heading} {{#{label_for(n, heading)}}}")
+        if heading == "Measured reference bandwidth":
+            body = [l for l in body if not PLACEHOLDER_MEASURED.match(l)]
+        text = convert_markdown(body, ctx)
+        while text and not text[-1].strip():
+            text.pop()
+        out += text + [""]
+        if heading == "The diagram":
+            for d in entry.get("diagrams", []):
+                out += [f'\\dotfile {d["file"]} "{escape_ref_text(d["caption"])}"', ""]
+                ctx["dotfiles"].append(d["file"])
+            out += reference_code(n, rel, solution, snippets, documented, ctx)
+        if heading == "Measured reference bandwidth":
+            out += [results_table(results, n), ""]
+        if heading == "Where to look next" and ctx.get("has_hints"):
+            out += [f'Stuck on the exercise? The hints, one step at a time: \\subpage lesson{n}_hints "Hints for lesson {n}".', ""]
+    out += ["<hr>", "", nav_line(n, lessons, titles), ""]
+    return "\n".join(out)
+
+
+def reference_code(n, rel, solution, snippets, documented, ctx):
+    file_ref = f'\\ref {solution} "solutions/{rel}"' if documented else f"`solutions/{rel}`"
+    out = [f"## The reference code {{#lesson{n}_the_reference_code}}", "",
+           f"Cut from {file_ref}, the reference solution the grader measures you against; it is "
+           "compiled with every build, so what you read here is code that passes the grader. "
+           f"Your file is `exercises/{rel}`: same name, same entry point.", ""]
+    for s in snippets:
+        out += [f"**{s['caption']}**", "", f"\\snippet {s['file']} {s['tag']}", ""]
+        ctx["snippets"].append({k: s[k] for k in ("file", "path", "tag", "lines")})
+    return out
+
+
+def hints_page(n, title, path, ctx):
+    lines = read(path).splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if lines and H1.match(lines[0]) and not lines[0].startswith("##"):
+        lines.pop(0)
+    hint_heads = [l for l in lines if H2.match(l) and not l.startswith("###")]
+    if not hint_heads:
+        raise BookError(f"{path}: hints are '## Hint 1', '## Hint 2', ... sections")
+    out = [f"# Hints for lesson {n} — {title} {{#lesson{n}_hints}}", "",
+           f'<div class="lesson-nav">\\ref lesson{n} "← Back to lesson {n}" &nbsp;·&nbsp; \\ref index "Contents"</div>', "",
+           f"Each hint gives away a little more than the one before it. In a terminal, "
+           f"`./grade lesson{n} --hint` shows them one at a time.", ""]
+    out += convert_markdown(lines, ctx)
+    return "\n".join(out) + "\n"
+
+
+def lesson_map_dot(lessons, titles, config):
+    out = ["// Generated by docs/build_pages.py from the lessons present and docs/book.json ('after').",
+           "digraph lesson_map {", "  rankdir=LR;", '  bgcolor="transparent";',
+           '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", color="#4a6fa5", '
+           'fontname="Helvetica", fontsize=11, margin="0.15,0.08"];',
+           '  edge [color="#4a6fa5", arrowsize=0.7];']
+    for n in sorted(lessons):
+        label = f"Lesson {n}\\n{titles[n]}".replace('"', "'")
+        cpu = ', fillcolor="#fbe9d8", color="#b5651d"' if n == 1 else ""
+        out.append(f'  l{n} [label="{label}", URL="\\ref lesson{n}", tooltip="Lesson {n}"{cpu}];')
+    for n in sorted(lessons):
+        for p in config["lessons"].get(str(n), {}).get("after", []):
+            if p in lessons:
+                out.append(f"  l{p} -> l{n};")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def main_page(template, lessons, titles, config, ctx):
+    items = []
+    for n in sorted(lessons):
+        items.append(f"{n}. \\subpage lesson{n} — `make lesson{n} && ./grade lesson{n}`")
+    text = template.replace("@LESSON_LIST@", "\n".join(items) if items else "No lessons yet.")
+    text = text.replace("@LESSON_MAP@", '\\dotfile lesson-map.dot "The lessons and what each builds on; click one to open it."')
+    ctx["dotfiles"].append("lesson-map.dot")
+    if "@RESULTS_PAGE@" in text:
+        text = text.replace("@RESULTS_PAGE@", '\\subpage results "Measured reference bandwidth, all lessons"')
+    text = "\n".join(convert_markdown(text.splitlines(), ctx)) + "\n"
+    return text
+
+
+def namespaces_dox(lessons, titles):
+    out = ["/**", " * \\namespace workbook",
+           " * \\brief Everything the workbook's lessons define; one nested namespace per lesson.", " */"]
+    for n in sorted(lessons):
+        out += ["/**", f" * \\namespace workbook::lesson{n}",
+                f" * \\brief Lesson {n}, {titles[n]}: the entry points the grader calls. The lesson: \\ref lesson{n}.",
+                " */"]
+    return "\n".join(out) + "\n"
+
+
+def build(root, out_dir, config_path, results_dir):
+    config = json.loads(read(config_path))
+    required = config["required_headings"]
+    lessons = find_lessons(root)
+    titles, parsed = {}, {}
+    for n, (folder, readme) in lessons.items():
+        title, sections = parse_readme(readme, n, required)
+        titles[n], parsed[n] = title, sections
+    results = load_results(results_dir)
+
+    pages_dir = os.path.join(out_dir, "pages")
+    dot_dir = os.path.join(out_dir, "dot")
+    os.makedirs(pages_dir, exist_ok=True)
+    os.makedirs(dot_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(pages_dir, "*")):
+        os.remove(old)
+
+    pages_by_path = {"docs/results": "results"}
+    for n, (folder, _) in lessons.items():
+        pages_by_path[f"lessons/{folder}/README.md"] = f"lesson{n}"
+        pages_by_path[f"lessons/{folder}"] = f"lesson{n}"
+        if os.path.isfile(os.path.join(root, "lessons", folder, "hints.md")):
+            pages_by_path[f"lessons/{folder}/hints.md"] = f"lesson{n}_hints"
+
+    diagrams_dir = os.path.join(root, "docs", "diagrams")
+    manifest = {"lessons": [], "main": {}, "results_files": [r["_slug"] for r in results]}
+    for n in sorted(lessons):
+        folder, readme = lessons[n]
+        entry = config["lessons"].get(str(n))
+        if entry is None:
+            raise BookError(f"docs/book.json has no entry for lesson {n} ({folder}): name its solution file, "
+                            "snippets and diagrams there")
+        for d in entry.get("diagrams", []):
+            if not os.path.isfile(os.path.join(diagrams_dir, d["file"])):
+                raise BookError(f"docs/book.json: lesson {n} draws docs/diagrams/{d['file']}, which does not exist")
+        solution, rel, snippets, documented = plan_snippets(n, folder, entry, root)
+        hints = os.path.join(root, "lessons", folder, "hints.md")
+        ctx = {"root": root, "dir": os.path.dirname(readme), "source": readme, "pages_by_path": pages_by_path,
+               "formulas": 0, "snippets": [], "dotfiles": [], "has_hints": os.path.isfile(hints)}
+        page = lesson_page(n, folder, titles[n], parsed[n], entry, snippets, (solution, rel, documented),
+                           results, lessons, titles, ctx)
+        write(os.path.join(pages_dir, f"lesson{n}.md"), page)
+        record = {"n": n, "folder": folder, "title": titles[n], "page": f"lesson{n}.html",
+                  "formulas": ctx["formulas"], "snippets": ctx["snippets"], "dotfiles": ctx["dotfiles"],
+                  "measured": any(int(r["lesson"]) == n for d in results for r in d["rows"])}
+        if ctx["has_hints"]:
+            hctx = dict(ctx, dir=os.path.dirname(hints), source=hints, formulas=0)
+            write(os.path.join(pages_dir, f"lesson{n}_hints.md"), hints_page(n, titles[n], hints, hctx))
+            record["hints_page"] = f"lesson{n}_hints.html"
+            record["formulas"] += hctx["formulas"]
+        manifest["lessons"].append(record)
+
+    mctx = {"root": root, "dir": os.path.join(root, "docs"), "source": "docs/mainpage.md",
+            "pages_by_path": pages_by_path, "formulas": 0, "snippets": [], "dotfiles": []}
+    write(os.path.join(pages_dir, "mainpage.md"),
+          main_page(read(os.path.join(root, "docs", "mainpage.md")), lessons, titles, config, mctx))
+    manifest["main"] = {"page": "index.html", "formulas": mctx["formulas"], "dotfiles": mctx["dotfiles"]}
+
+    results_md = ["# Measured reference bandwidth {#results}", "",
+                  "Every reference solution timed by `make bench` on a named GPU: bytes moved (each input read "
+                  "once, each output written once, weight included) divided by the median time, in GB/s "
+                  "(10^9 bytes per second), and the same figure as a share of the device's own "
+                  "device-to-device copy bandwidth measured in the same run.", "",
+                  results_table(results, None), ""]
+    write(os.path.join(pages_dir, "results.md"), "\n".join(results_md))
+    write(os.path.join(pages_dir, "namespaces.dox"), namespaces_dox(lessons, titles))
+    write(os.path.join(dot_dir, "lesson-map.dot"), lesson_map_dot(lessons, titles, config))
+    write(os.path.join(out_dir, "manifest.json"), json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- header
+
+AWESOME_SCRIPTS = """<script type="text/javascript" src="$relpath^doxygen-awesome-darkmode-toggle.js"></script>
+<script type="text/javascript" src="$relpath^doxygen-awesome-fragment-copy-button.js"></script>
+<script type="text/javascript" src="$relpath^doxygen-awesome-interactive-toc.js"></script>
+<script type="text/javascript">
+  DoxygenAwesomeDarkModeToggle.init()
+  DoxygenAwesomeFragmentCopyButton.init()
+  DoxygenAwesomeInteractiveToc.init()
+</script>
+"""
+
+
+def patch_header(src, dst):
+    """Add the doxygen-awesome extension scripts to the header `doxygen -w html` wrote."""
+    text = read(src)
+    if "</head>" not in text:
+        raise BookError(f"{src}: no </head> in Doxygen's default header")
+    write(dst, text.replace("</head>", AWESOME_SCRIPTS + "</head>", 1))
+
+
+def main(argv):
+    if len(argv) >= 1 and argv[0] == "header":
+        if len(argv) != 3:
+            sys.stderr.write("usage: build_pages.py header IN OUT\n")
+            return 64
+        try:
+            patch_header(argv[1], argv[2])
+        except BookError as e:
+            sys.stderr.write(f"docs: {e}\n")
+            return 1
+        return 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="Write the workbook's Doxygen pages into a build directory.")
+    ap.add_argument("--root", default=os.path.dirname(here), help="the repository root")
+    ap.add_argument("--out", required=True, help="where the pages, generated diagrams and manifest go")
+    ap.add_argument("--config", default=None, help="the lesson mapping (default: ROOT/docs/book.json)")
+    ap.add_argument("--results", default=None, help="the measured results (default: ROOT/docs/results)")
+    args = ap.parse_args(argv)
+    root = os.path.abspath(args.root)
+    config = args.config or os.path.join(root, "docs", "book.json")
+    results = args.results if args.results is not None else os.path.join(root, "docs", "results")
+    try:
+        manifest = build(root, os.path.abspath(args.out), config, results)
+    except BookError as e:
+        sys.stderr.write(f"docs: {e}\n")
+        return 1
+    n = len(manifest["lessons"])
+    s = sum(len(l["snippets"]) for l in manifest["lessons"])
+    print(f"docs: {n} lesson page(s), {s} snippet(s), {len(manifest['results_files'])} results file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,130 @@
+/**
+ * @file inputs.h
+ * @brief Where each row lives in memory, and the value of every input element.
+ *
+ * Inputs are pure functions of (seed, tensor, row, col): the fill kernels write them, and
+ * the oracles recompute them instead of reading buffers the submission may have touched.
+ * That keeps the oracle honest for in-place calls and lets it check inputs for changes.
+ */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "workbook/hd.h"
+
+namespace workbook {
+
+/// Element (row, col) sits at offset(row, col) elements from the tensor's first element.
+/// Rows come in groups of `heads` (lesson 6's heads of one token; 1 elsewhere).
+struct Layout {
+    int64_t rows = 0;
+    int64_t cols = 0;
+    int64_t heads = 1;         ///< rows per group
+    int64_t outer_stride = 0;  ///< elements between groups (row stride, or token stride)
+    int64_t inner_stride = 0;  ///< elements between rows of one group (head stride)
+
+    /// Contiguous or strided rows, one row per group.
+    static Layout rows_of(int64_t rows, int64_t cols, int64_t row_stride) {
+        return Layout{rows, cols, 1, row_stride, cols};
+    }
+    /// [tokens, heads, head_dim] with token and head strides.
+    static Layout heads_of(int64_t tokens, int64_t heads, int64_t head_dim, int64_t token_stride,
+                           int64_t head_stride) {
+        return Layout{tokens * heads, head_dim, heads, token_stride, head_stride};
+    }
+
+    WB_HD int64_t offset(int64_t row, int64_t col) const {
+        return (row / heads) * outer_stride + (row % heads) * inner_stride + col;
+    }
+    /// Elements from the first to one past the last owned element.
+    WB_HD int64_t span() const { return rows == 0 ? 0 : offset(rows - 1, cols - 1) + 1; }
+    /// True when element `e` (from the first element) belongs to some row.
+    WB_HD bool owns(int64_t e) const {
+        const int64_t group = e / outer_stride;
+        const int64_t rest = e % outer_stride;
+        if (heads == 1) return group < rows && rest < cols;
+        const int64_t head = rest / inner_stride;
+        return group < rows / heads && head < heads && rest % inner_stride < cols;
+    }
+};
+
+/// What one input tensor holds: uniform magnitudes in [lo, hi] with random signs, plus
+/// optional all-zero rows and one NaN. Row-independent when `per_col` (the weight).
+struct ValueSpec {
+    uint64_t seed = 1;
+    uint32_t tensor = 0;
+    float lo = 0.0f;
+    float hi = 2.0f;
+    bool per_col = false;
+    int64_t zero_period = 0;  ///< rows with row % zero_period == 1 are all zero (0: none)
+    int64_t nan_row = -1;     ///< this (row, nan_col) element is NaN (-1: none)
+    int64_t nan_col = 0;
+};
+
+/// A quiet NaN, built without host-only or device-only intrinsics.
+WB_HD inline float quiet_nan() {
+    union {
+        uint32_t bits;
+        float value;
+    } u{0x7fc00000u};
+    return u.value;
+}
+
+/// splitmix64's finaliser: a cheap, well-mixed 64-bit hash.
+WB_HD inline uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/// Seed of repetition `rep` of the case `name`, derived from the run's seed (the one `--seed` reproduces).
+inline uint64_t derive_seed(uint64_t run_seed, const char* name, int rep) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the case name
+    for (; *name; ++name) h = (h ^ static_cast<unsigned char>(*name)) * 1099511628211ull;
+    return mix64(run_seed ^ mix64(h + static_cast<uint64_t>(rep)));
+}
+
+/// The unrounded value of element (row, col); cols is the logical row length.
+WB_HD inline float raw_value(const ValueSpec& s, int64_t row, int64_t col, int64_t cols) {
+    if (!s.per_col) {
+        if (row == s.nan_row && col == s.nan_col) return quiet_nan();
+        if (s.zero_period > 0 && row % s.zero_period == 1) return 0.0f;
+    }
+    const uint64_t index = s.per_col ? static_cast<uint64_t>(col)
+                                     : static_cast<uint64_t>(row) * static_cast<uint64_t>(cols) + col;
+    const uint64_t h = mix64(s.seed ^ mix64(0x5bd1e995ull * (s.tensor + 1) + index));
+    const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);  // 24 random bits in [0, 1)
+    const float magnitude = s.lo + (s.hi - s.lo) * u;
+    return (h & 1) ? -magnitude : magnitude;
+}
+
+/// Conversions between T and float that work in host and device code.
+template <typename T>
+struct Elem;
+template <>
+struct Elem<float> {
+    WB_HD static float from_float(float v) { return v; }
+    WB_HD static float to_float(float v) { return v; }
+};
+template <>
+struct Elem<__half> {
+    WB_HD static __half from_float(float v) { return __float2half_rn(v); }
+    WB_HD static float to_float(__half v) { return __half2float(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+    WB_HD static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+    WB_HD static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+
+/// The value of element (row, col) exactly as stored in a tensor of type T.
+template <typename T>
+WB_HD inline float input_value(const ValueSpec& s, int64_t row, int64_t col, int64_t cols) {
+    return Elem<T>::to_float(Elem<T>::from_float(raw_value(s, row, col, cols)));
+}
+
+}  // namespace workbook

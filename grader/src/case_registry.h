@@ -1,0 +1,67 @@
+/// @file case_registry.h
+/// @brief What a lesson gives the grader: named correctness cases and benchmark shapes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "submission.h"
+
+namespace workbook {
+
+/// A case's result: passed, or the reason it failed (first wrong element, error, ...).
+struct CaseOutcome {
+    bool passed = true;
+    std::string detail;
+    static CaseOutcome pass(std::string note = {}) { return {true, std::move(note)}; }
+    static CaseOutcome fail(std::string why) { return {false, std::move(why)}; }
+};
+
+/// One correctness case; `run` is called with a fresh seed for each repetition.
+struct Case {
+    std::string name;
+    std::string what;  ///< one line: what the case tests
+    int repeats = 2;
+    std::function<CaseOutcome(uint64_t seed, int repetition)> run;
+};
+
+/// The samples of one benchmark shape, in seconds per launch.
+struct BenchSamples {
+    std::vector<double> student, reference, reference_again;
+};
+
+/// One benchmark shape. `time_student`/`time_reference` return one cold sample in seconds.
+struct BenchShape {
+    std::string shape;  ///< "32768x4096"
+    std::string dtype;  ///< "f32", "f16", "bf16"
+    double bytes = 0;   ///< bytes per launch: each input read once, each output written once
+    std::function<double()> time_student;
+    std::function<double()> time_reference;
+    /// Checks the outputs the timed student launches wrote; returns "" when right.
+    std::function<std::string()> verify_student;
+};
+
+/// A lesson's grading plan for one student against the reference.
+struct LessonPlan {
+    std::vector<Case> cases;
+    std::vector<BenchShape> bench;
+    /// Extra gate condition (lesson 7: the chain must be faster with PDL); "" when met.
+    std::function<std::string(std::vector<std::string>& table_lines)> extra_gate;
+};
+
+/// Static facts about a lesson.
+struct LessonInfo {
+    int number;
+    const char* slug;
+    bool needs_gpu;
+    int min_sm;  ///< compute capability (major*10+minor) the lesson needs
+    double gate_fraction;
+};
+
+/// The lessons' static facts; defined in lessons.cpp. nullptr for an unknown number.
+const LessonInfo* find_lesson(int number);
+
+}  // namespace workbook

@@ -1,0 +1,106 @@
+/// @file correctness_runner.cpp
+/// @brief Each case becomes a GoogleTest test; a listener prints one line per case.
+#include "correctness_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "launch_guard.h"
+#include "workbook/inputs.h"
+
+namespace workbook {
+namespace {
+
+std::string g_fatal;  ///< set once the device is unusable; later cases are skipped
+
+class CaseTest : public testing::Test {
+public:
+    CaseTest(const Case& c, uint64_t seed, CaseResult& result) : case_(c), seed_(seed), result_(result) {}
+    void TestBody() override {
+        if (!g_fatal.empty()) {
+            result_.skipped = true;
+            result_.detail = "not run: the device became unusable in an earlier case";
+            GTEST_SKIP() << result_.detail;
+        }
+        for (int rep = 0; rep < case_.repeats; ++rep) {
+            CaseOutcome outcome;
+            try {
+                outcome = case_.run(derive_seed(seed_, case_.name.c_str(), rep), rep);
+            } catch (const FatalDeviceError& e) {
+                g_fatal = e.what();
+                outcome = CaseOutcome::fail(e.what());
+            } catch (const std::exception& e) {
+                outcome = CaseOutcome::fail(std::string("the grader could not run this case: ") + e.what());
+            }
+            if (!outcome.passed) {
+                result_.detail = outcome.detail;
+                if (case_.repeats > 1)
+                    result_.detail += " (repetition " + std::to_string(rep + 1) + " of " +
+                                      std::to_string(case_.repeats) + ")";
+                ADD_FAILURE() << result_.detail;
+                return;
+            }
+        }
+        result_.passed = true;
+    }
+
+private:
+    const Case& case_;
+    uint64_t seed_;
+    CaseResult& result_;
+};
+
+/// One line per case, in place of GoogleTest's own printer.
+class CaseLinePrinter : public testing::EmptyTestEventListener {
+public:
+    explicit CaseLinePrinter(const RunReport& report) : report_(report) {}
+    void OnTestEnd(const testing::TestInfo& info) override {
+        for (const CaseResult& c : report_.cases) {
+            if (c.name != info.name()) continue;
+            if (c.skipped) std::printf("  SKIP  %s\n", c.name.c_str());
+            else if (c.passed) std::printf("  pass  %s\n", c.name.c_str());
+            else std::printf("  FAIL  %s  (%s)\n        %s\n", c.name.c_str(), c.what.c_str(), c.detail.c_str());
+            std::fflush(stdout);
+        }
+    }
+
+private:
+    const RunReport& report_;
+};
+
+}  // namespace
+
+std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, RunReport& report) {
+    report.cases.reserve(plan.cases.size());
+    for (const Case& c : plan.cases) {
+        report.cases.push_back(CaseResult{c.name, c.what, false, false, ""});
+        CaseResult* result = &report.cases.back();
+        const Case* kase = &c;
+        testing::RegisterTest(("lesson" + std::to_string(report.lesson)).c_str(), c.name.c_str(), nullptr, nullptr,
+                              __FILE__, __LINE__, [kase, seed, result]() -> testing::Test* {
+                                  return new CaseTest(*kase, seed, *result);
+                              });
+    }
+    int argc = 1;
+    std::string filter_flag = "--gtest_filter=*" + (filter.empty() ? std::string("") : filter + "*");
+    char arg0[] = "wb-grader";
+    std::vector<char*> argv{arg0, filter_flag.data(), nullptr};
+    argc = 2;
+    testing::InitGoogleTest(&argc, argv.data());
+    testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new CaseLinePrinter(report));
+    const int gtest_status = RUN_ALL_TESTS();
+    (void)gtest_status;  // the per-case results below carry the verdict
+    // Cases the filter left out are not part of this run's verdict.
+    std::vector<CaseResult> ran;
+    for (const CaseResult& c : report.cases) {
+        const bool selected = filter.empty() || c.name.find(filter) != std::string::npos;
+        if (selected) ran.push_back(c);
+    }
+    report.cases = ran;
+    return g_fatal;
+}
+
+}  // namespace workbook

@@ -1,0 +1,16 @@
+/// @file correctness_runner.h
+/// @brief Runs a plan's cases as GoogleTest tests and collects their results.
+#pragma once
+
+#include <string>
+
+#include "case_registry.h"
+#include "run_report.h"
+
+namespace workbook {
+
+/// Runs every case (each `repeats` times with fresh seeds derived from `seed`); fills report.cases.
+/// Returns "" or, when the device became unusable, the fatal error that stopped the run.
+std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, RunReport& report);
+
+}  // namespace workbook

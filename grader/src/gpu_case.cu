@@ -1,0 +1,240 @@
+/// @file gpu_case.cu
+#include "gpu_case.h"
+
+#include <memory>
+
+#include "launch_guard.h"
+#include "workbook/cuda_check.h"
+#include "workbook/gate.h"
+
+namespace workbook {
+namespace {
+
+/// The tensors of one call, with aliases resolved to their input's memory.
+struct CallTensors {
+    std::vector<std::shared_ptr<DeviceTensor>> owned;  // one per role; aliases share
+    std::vector<void*> data;
+
+    explicit CallTensors(const GpuCall& call) {
+        for (const TensorRole& role : call.tensors) {
+            if (role.alias_of >= 0) {
+                owned.push_back(owned.at(role.alias_of));
+            } else {
+                owned.push_back(std::make_shared<DeviceTensor>(call.dtype, role.layout, role.misalign));
+            }
+            data.push_back(owned.back()->data());
+        }
+    }
+
+    void prepare(const GpuCall& call, cudaStream_t stream) {
+        for (size_t i = 0; i < call.tensors.size(); ++i) {
+            const TensorRole& role = call.tensors[i];
+            if (role.is_input) fill_input(*owned[i], role.spec, stream);
+            else if (role.alias_of < 0) poison_output(*owned[i], stream);
+        }
+    }
+};
+
+bool is_overwritten(const GpuCall& call, size_t input) {
+    for (const TensorRole& r : call.tensors)
+        if (r.alias_of == static_cast<int>(input)) return true;
+    return false;
+}
+
+/// Checks every output against the oracle and everything around it; "" when all is right.
+std::string check_call(const GpuCall& call, CallTensors& t, cudaStream_t stream) {
+    std::string problems;
+    for (size_t i = 0; i < call.tensors.size(); ++i) {
+        const TensorRole& role = call.tensors[i];
+        if (role.is_input) continue;
+        const CompareResult r = compare_output(call.problem, call.dtype, *t.owned[i], role.kind, role.extra_ulps, stream);
+        if (r.bad) problems += describe_failure(r, role.name.c_str()) + ". ";
+        problems += check_untouched_outside(*t.owned[i], role.name.c_str(), stream);
+    }
+    for (size_t i = 0; i < call.tensors.size(); ++i) {
+        const TensorRole& role = call.tensors[i];
+        if (role.is_input && !is_overwritten(call, i))
+            problems += check_input_unchanged(*t.owned[i], role.spec, role.name.c_str(), stream);
+    }
+    return problems;
+}
+
+}  // namespace
+
+double bytes_moved(const GpuCall& call) {
+    double bytes = 0;
+    for (const TensorRole& r : call.tensors) {
+        const double elems = r.spec.per_col && r.is_input ? r.layout.cols : double(r.layout.rows) * r.layout.cols;
+        bytes += elems * dtype_size(call.dtype);
+    }
+    return bytes;
+}
+
+CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name) {
+    cudaStream_t stream = grader_stream();
+    CallTensors t(call);
+    t.prepare(call, stream);
+    const bool empty = call.problem.rows == 0;
+    const LaunchReport launch =
+        run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
+    if (!launch.problem.empty()) return CaseOutcome::fail(launch.problem);
+    const std::string problems = check_call(call, t, stream);
+    return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
+}
+
+Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats) {
+    Case c;
+    c.name = name;
+    c.what = std::move(what);
+    c.repeats = repeats;
+    c.run = [name, build](uint64_t seed, int rep) {
+        // Even repetitions go through a graph capture (catches other streams), odd ones launch directly.
+        return run_gpu_call(build(seed), rep % 2 == 0, name);
+    };
+    return c;
+}
+
+void clear_l2(cudaStream_t stream) {
+    static void* buffer = nullptr;
+    static size_t bytes = 0;
+    if (!buffer) {
+        int device = 0;
+        WB_CUDA_CHECK(cudaGetDevice(&device));
+        int l2 = 0;
+        WB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+        bytes = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
+        WB_CUDA_CHECK(cudaMalloc(&buffer, bytes));
+    }
+    WB_CUDA_CHECK(cudaMemsetAsync(buffer, 0x5a, bytes, stream));
+}
+
+double copy_bandwidth_gbps() {
+    static double measured = 0;
+    if (measured > 0) return measured;
+    cudaStream_t stream = grader_stream();
+    const size_t bytes = size_t(1) << 30;
+    void *a = nullptr, *b = nullptr;
+    WB_CUDA_CHECK(cudaMalloc(&a, bytes));
+    WB_CUDA_CHECK(cudaMalloc(&b, bytes));
+    WB_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, stream));
+    cudaEvent_t start, stop;
+    WB_CUDA_CHECK(cudaEventCreate(&start));
+    WB_CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<double> samples;
+    for (int i = 0; i < 12; ++i) {
+        clear_l2(stream);
+        WB_CUDA_CHECK(cudaEventRecord(start, stream));
+        WB_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+        WB_CUDA_CHECK(cudaEventRecord(stop, stream));
+        WB_CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        WB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (i >= 2) samples.push_back(ms * 1e-3);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaFree(a);
+    cudaFree(b);
+    measured = gbps(2.0 * bytes, median(samples));
+    return measured;
+}
+
+namespace {
+
+/// One side (student or reference) of a benchmark: rotating tensor sets and a graph over them.
+class TimedCall {
+public:
+    TimedCall(const CallBuilder& build, uint64_t seed) {
+        const GpuCall first = build(seed);
+        const double bytes = bytes_moved(first);
+        // Small shapes: several launches per timed sample over distinct tensors, so the
+        // event resolution and launch gaps are amortised and each launch still starts cold.
+        const int sets = bytes >= (64 << 20) ? 1 : static_cast<int>(std::min(32.0, std::ceil((64 << 20) / bytes)));
+        cudaStream_t stream = grader_stream();
+        for (int i = 0; i < sets; ++i) {
+            calls_.push_back(build(seed));
+            tensors_.push_back(std::make_unique<CallTensors>(calls_.back()));
+            tensors_.back()->prepare(calls_.back(), stream);
+        }
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        cudaError_t launched = cudaSuccess;
+        for (int i = 0; i < sets && launched == cudaSuccess; ++i) launched = calls_[i].launch(tensors_[i]->data, stream);
+        cudaGraph_t graph = nullptr;
+        const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+        cudaGetLastError();
+        if (launched != cudaSuccess || ended != cudaSuccess)
+            throw std::runtime_error("the launch could not be captured into a CUDA graph on the grader's stream");
+        size_t nodes = 0;
+        WB_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+        if (nodes == 0) throw std::runtime_error("nothing was launched on the grader's stream");
+        WB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+        WB_CUDA_CHECK(cudaGraphDestroy(graph));
+        WB_CUDA_CHECK(cudaEventCreate(&start_));
+        WB_CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+    ~TimedCall() {
+        cudaGraphExecDestroy(exec_);
+        cudaEventDestroy(start_);
+        cudaEventDestroy(stop_);
+    }
+
+    /// One cold sample: seconds per launch.
+    double sample(const std::string& what) {
+        cudaStream_t stream = grader_stream();
+        clear_l2(stream);
+        WB_CUDA_CHECK(cudaEventRecord(start_, stream));
+        WB_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+        WB_CUDA_CHECK(cudaEventRecord(stop_, stream));
+        const std::string err = wait_with_watchdog(stream, what);
+        if (!err.empty()) throw std::runtime_error(what + ": " + err);
+        float ms = 0;
+        WB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+        return ms * 1e-3 / static_cast<double>(calls_.size());
+    }
+
+    /// Checks the outputs of every set the timed launches wrote.
+    std::string verify() {
+        for (size_t i = 0; i < calls_.size(); ++i) {
+            const std::string p = check_call(calls_[i], *tensors_[i], grader_stream());
+            if (!p.empty()) return p;
+        }
+        return "";
+    }
+
+private:
+    std::vector<GpuCall> calls_;
+    std::vector<std::unique_ptr<CallTensors>> tensors_;
+    cudaGraphExec_t exec_ = nullptr;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+}  // namespace
+
+BenchShape make_bench_shape(std::string shape, DType dtype, CallBuilder student, CallBuilder reference) {
+    BenchShape b;
+    b.shape = std::move(shape);
+    b.dtype = dtype_name(dtype);
+    b.bytes = bytes_moved(reference(1));
+    // Built on first use, so a shape costs memory only while it is being timed.
+    auto s = std::make_shared<std::unique_ptr<TimedCall>>();
+    auto r = std::make_shared<std::unique_ptr<TimedCall>>();
+    const std::string label = "benchmark " + b.shape + " " + b.dtype;
+    b.time_student = [s, student, label] {
+        if (!*s) *s = std::make_unique<TimedCall>(student, 0x5eed5eedull);
+        return (*s)->sample(label + " (your kernel)");
+    };
+    b.time_reference = [r, reference, label] {
+        if (!*r) *r = std::make_unique<TimedCall>(reference, 0x5eed5eedull);
+        return (*r)->sample(label + " (reference)");
+    };
+    b.verify_student = [s, r] {
+        std::string p = *s ? (*s)->verify() : "";
+        s->reset();
+        r->reset();
+        return p;
+    };
+    return b;
+}
+
+}  // namespace workbook

@@ -1,0 +1,61 @@
+/// @file gpu_case.h
+/// @brief The engine shared by every GPU lesson: tensors, the launch, and every check after it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "case_registry.h"
+#include "gpu_checks.h"
+
+namespace workbook {
+
+/// One tensor of a call: an input (filled from `spec`) or an output (poisoned), or an
+/// output that shares an input's memory (`alias_of`, the in-place forms).
+struct TensorRole {
+    std::string name;
+    Layout layout;
+    int64_t misalign = 0;
+    bool is_input = true;
+    ValueSpec spec;                ///< inputs only
+    int alias_of = -1;             ///< index of the input this output overwrites in place
+    OutputKind kind = OutputKind::normalised;
+    int extra_ulps = 0;
+};
+
+/// A fully described call: the oracle's problem, the tensors, and how to call the submission.
+struct GpuCall {
+    DType dtype = DType::f32;
+    OracleProblem problem;
+    std::vector<TensorRole> tensors;
+    /// Calls the submission with the tensors' data pointers, in `tensors` order.
+    std::function<cudaError_t(const std::vector<void*>& data, cudaStream_t stream)> launch;
+};
+
+/// Builds the call for one repetition's seed.
+using CallBuilder = std::function<GpuCall(uint64_t seed)>;
+
+/// Runs the call once: fill, poison, launch (captured into a graph when `capture`), compare every
+/// output with the oracle, check guard zones, padding and unchanged inputs.
+CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name);
+
+/// A Case that runs `build` `repeats` times with fresh seeds, alternating captured and direct launches.
+Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats = 2);
+
+/// A benchmark shape timing `student` and `reference` builds of the same call, with `sets`
+/// rotating copies of the tensors so that tiny shapes are timed over many cold launches.
+BenchShape make_bench_shape(std::string shape, DType dtype, CallBuilder student, CallBuilder reference);
+
+/// Bytes one call moves: each input read once and each output written once.
+double bytes_moved(const GpuCall& call);
+
+/// Clears L2 by writing a buffer twice its size; used before every timed sample.
+void clear_l2(cudaStream_t stream);
+
+/// The device's copy bandwidth (GB/s, read + write), measured once per process on large cold copies.
+double copy_bandwidth_gbps();
+
+}  // namespace workbook

@@ -1,0 +1,321 @@
+/// @file gpu_checks.cu
+/// @brief Fill, poison, oracle and write-check kernels of the grader.
+#include "gpu_checks.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "workbook/cuda_check.h"
+
+namespace workbook {
+namespace {
+
+constexpr int kThreads = 256;
+
+/// A grid that covers n items with a grid-stride loop and never exceeds the x limit.
+unsigned grid_for(int64_t n) {
+    const int64_t blocks = (n + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
+}
+
+/// Calls f with a value of the C++ type that `dtype` names.
+template <typename F>
+void with_type(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f32: f(float{}); break;
+        case DType::f16: f(__half{}); break;
+        case DType::bf16: f(__nv_bfloat16{}); break;
+    }
+}
+
+template <typename T>
+__global__ void fill_input_kernel(T* data, Layout layout, ValueSpec spec) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / layout.cols, c = i % layout.cols;
+        data[layout.offset(r, c)] = Elem<T>::from_float(raw_value(spec, r, c, layout.cols));
+    }
+}
+
+template <typename Bits>
+__global__ void poison_kernel(Bits* data, Layout layout) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        data[layout.offset(i / layout.cols, i % layout.cols)] = static_cast<Bits>(~Bits(0));
+}
+
+struct DeviceStats {
+    unsigned long long bad, unwritten, first;
+};
+
+/// Deliberately naive fp64 oracle: one thread walks one whole row.
+template <typename T>
+__global__ void oracle_inv_rms_kernel(OracleProblem p, double* inv) {
+    for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < p.rows; r += int64_t(gridDim.x) * blockDim.x)
+        inv[r] = oracle_inv_rms<T>(p, r);
+}
+
+template <typename T, typename Bits>
+__global__ void compare_kernel(OracleProblem p, Layout layout, const T* y, const double* inv, OutputKind kind,
+                               Tolerance tol, DeviceStats* stats) {
+    const int64_t n = p.rows * p.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / p.cols, c = i % p.cols;
+        const T v = y[layout.offset(r, c)];
+        const double got = Elem<T>::to_float(v);
+        const double expected =
+            kind == OutputKind::normalised ? oracle_output<T>(p, r, c, inv[r]) : oracle_sum_input<T>(p, r, c);
+        if (!within(expected, got, tol)) {
+            atomicAdd(&stats->bad, 1ull);
+            if (*reinterpret_cast<const Bits*>(&v) == static_cast<Bits>(~Bits(0))) atomicAdd(&stats->unwritten, 1ull);
+            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+        }
+    }
+}
+
+/// Counts owned elements whose bits differ from what fill_input wrote.
+template <typename T, typename Bits>
+__global__ void input_check_kernel(const T* data, Layout layout, ValueSpec spec, DeviceStats* stats) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / layout.cols, c = i % layout.cols;
+        const T want = Elem<T>::from_float(raw_value(spec, r, c, layout.cols));
+        const T have = data[layout.offset(r, c)];
+        if (*reinterpret_cast<const Bits*>(&want) != *reinterpret_cast<const Bits*>(&have)) {
+            atomicAdd(&stats->bad, 1ull);
+            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+        }
+    }
+}
+
+/// Counts elements of the span that no row owns (padding) and whose bytes lost the marker.
+__global__ void padding_check_kernel(const unsigned char* data, Layout layout, int elem_size, DeviceStats* stats) {
+    const int64_t n = layout.span();
+    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+        if (layout.owns(e)) continue;
+        for (int b = 0; b < elem_size; ++b)
+            if (data[e * elem_size + b] != kMarkerByte) {
+                atomicAdd(&stats->bad, 1ull);
+                atomicMin(&stats->first, static_cast<unsigned long long>(e));
+                break;
+            }
+    }
+}
+
+__global__ void scribble_kernel(int words) {
+    extern __shared__ float smem[];
+    for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = __int_as_float(0x7fffffff);
+}
+
+/// Device-side counters, zeroed, with `first` at its maximum.
+class StatsBuffer {
+public:
+    explicit StatsBuffer(cudaStream_t stream) : stream_(stream) {
+        WB_CUDA_CHECK(cudaMallocAsync(&d_, sizeof(DeviceStats), stream));
+        const DeviceStats init{0, 0, ~0ull};
+        WB_CUDA_CHECK(cudaMemcpyAsync(d_, &init, sizeof init, cudaMemcpyHostToDevice, stream));
+    }
+    ~StatsBuffer() { cudaFreeAsync(d_, stream_); }
+    DeviceStats* get() const { return d_; }
+    DeviceStats read() const {
+        DeviceStats h{};
+        WB_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, stream_));
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return h;
+    }
+
+private:
+    cudaStream_t stream_;
+    DeviceStats* d_ = nullptr;
+};
+
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
+
+}  // namespace
+
+void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t stream) {
+    WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
+    const Layout& l = t.layout();
+    if (l.rows == 0) return;
+    with_type(t.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        fill_input_kernel<T><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<T*>(t.data()), l, spec);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+void poison_output(const DeviceTensor& t, cudaStream_t stream) {
+    WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
+    const Layout& l = t.layout();
+    if (l.rows == 0) return;
+    with_type(t.dtype(), [&](auto tag) {
+        using Bits = BitsOf<decltype(tag)>;
+        poison_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<Bits*>(t.data()), l);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTensor& y, OutputKind kind,
+                             int extra_ulps, cudaStream_t stream) {
+    CompareResult result;
+    result.tol = kind == OutputKind::normalised ? output_tolerance(dtype, p.cols, extra_ulps)
+                                                : rounded_sum_tolerance(dtype);
+    if (p.rows == 0) return result;
+    StatsBuffer stats(stream);
+    double* inv = nullptr;
+    WB_CUDA_CHECK(cudaMallocAsync(&inv, sizeof(double) * p.rows, stream));
+    with_type(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        oracle_inv_rms_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, inv);
+        compare_kernel<T, BitsOf<T>><<<grid_for(p.rows * p.cols), kThreads, 0, stream>>>(
+            p, y.layout(), static_cast<const T*>(y.data()), inv, kind, result.tol, stats.get());
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+    WB_CUDA_CHECK(cudaFreeAsync(inv, stream));
+    const DeviceStats s = stats.read();
+    result.bad = s.bad;
+    result.unwritten = s.unwritten;
+    if (s.bad == 0) return result;
+    result.first_row = static_cast<int64_t>(s.first / p.cols);
+    result.first_col = static_cast<int64_t>(s.first % p.cols);
+    // Recompute the first wrong element on the CPU: the report does not rest on the GPU oracle alone.
+    with_type(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        T v;
+        const auto* src = static_cast<const T*>(y.data()) + y.layout().offset(result.first_row, result.first_col);
+        WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
+        result.got = Elem<T>::to_float(v);
+        result.first_unwritten = *reinterpret_cast<const BitsOf<T>*>(&v) == static_cast<BitsOf<T>>(~BitsOf<T>(0));
+        result.expected = kind == OutputKind::normalised
+                              ? oracle_output<T>(p, result.first_row, result.first_col,
+                                                 oracle_inv_rms<T>(p, result.first_row))
+                              : oracle_sum_input<T>(p, result.first_row, result.first_col);
+    });
+    return result;
+}
+
+std::string describe_failure(const CompareResult& r, const char* tensor_name) {
+    char buf[512];
+    if (r.first_unwritten) {
+        std::snprintf(buf, sizeof buf,
+                      "%s[row %lld, col %lld] was never written (still the NaN poison); expected %.9g"
+                      "; %llu of the elements are wrong, %llu of them never written",
+                      tensor_name, (long long)r.first_row, (long long)r.first_col, r.expected,
+                      (unsigned long long)r.bad, (unsigned long long)r.unwritten);
+    } else {
+        std::snprintf(buf, sizeof buf,
+                      "%s[row %lld, col %lld]: expected %.9g, got %.9g (tolerance %s)"
+                      "; %llu of the elements are wrong, %llu of them never written",
+                      tensor_name, (long long)r.first_row, (long long)r.first_col, r.expected, r.got,
+                      describe(r.tol).c_str(), (unsigned long long)r.bad, (unsigned long long)r.unwritten);
+    }
+    return buf;
+}
+
+std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream) {
+    std::vector<unsigned char> lead(t.lead_bytes()), tail(kGuardBytes);
+    WB_CUDA_CHECK(cudaMemcpyAsync(lead.data(), t.base(), lead.size(), cudaMemcpyDeviceToHost, stream));
+    WB_CUDA_CHECK(cudaMemcpyAsync(tail.data(), t.base() + t.lead_bytes() + t.span_bytes(), tail.size(),
+                                  cudaMemcpyDeviceToHost, stream));
+    StatsBuffer stats(stream);
+    if (t.layout().rows > 0) {
+        padding_check_kernel<<<grid_for(t.layout().span()), kThreads, 0, stream>>>(
+            static_cast<const unsigned char*>(t.data()), t.layout(), static_cast<int>(dtype_size(t.dtype())),
+            stats.get());
+        WB_CUDA_CHECK(cudaGetLastError());
+    }
+    const DeviceStats s = stats.read();
+    std::size_t before = 0, after = 0;
+    for (unsigned char b : lead) before += b != kMarkerByte;
+    for (unsigned char b : tail) after += b != kMarkerByte;
+    std::string out;
+    char buf[256];
+    if (before) {
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes before %s's "
+                      "first element. ", before, lead.size(), tensor_name);
+        out += buf;
+    }
+    if (after) {
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes after %s's "
+                      "last element. ", after, tail.size(), tensor_name);
+        out += buf;
+    }
+    if (s.bad) {
+        const Layout& l = t.layout();
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %llu padding element(s) of %s changed (elements "
+                      "between a row's end and the next row's start), the first at element %llu (after row %lld). ",
+                      (unsigned long long)s.bad, tensor_name, (unsigned long long)s.first,
+                      (long long)(s.first / l.outer_stride));
+        out += buf;
+    }
+    return out;
+}
+
+std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, const char* tensor_name,
+                                  cudaStream_t stream) {
+    const Layout& l = t.layout();
+    StatsBuffer stats(stream);
+    if (l.rows > 0) {
+        with_type(t.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            input_check_kernel<T, BitsOf<T>><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+                static_cast<const T*>(t.data()), l, spec, stats.get());
+        });
+        WB_CUDA_CHECK(cudaGetLastError());
+    }
+    const DeviceStats s = stats.read();
+    std::string out;
+    if (s.bad) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "the input %s was modified: %llu element(s) changed, the first at row %lld, "
+                      "col %lld (inputs are read-only here). ", tensor_name, (unsigned long long)s.bad,
+                      (long long)(s.first / l.cols), (long long)(s.first % l.cols));
+        out = buf;
+    }
+    const std::string outside = check_untouched_outside(t, tensor_name, stream);
+    if (!outside.empty()) out += "the input's guard zone or padding changed: " + outside;
+    return out;
+}
+
+void scribble_shared_memory(cudaStream_t stream) {
+    static int smem_bytes = -1, blocks = 0;
+    if (smem_bytes < 0) {
+        int device = 0;
+        WB_CUDA_CHECK(cudaGetDevice(&device));
+        cudaDeviceProp prop{};
+        WB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+        smem_bytes = static_cast<int>(prop.sharedMemPerBlockOptin);
+        WB_CUDA_CHECK(cudaFuncSetAttribute(scribble_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+        const int per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor / prop.sharedMemPerBlockOptin);
+        blocks = prop.multiProcessorCount * (per_sm < 1 ? 1 : per_sm);
+    }
+    scribble_kernel<<<blocks, 1024, smem_bytes, stream>>>(smem_bytes / 4);
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+std::string self_check_gpu_oracle(cudaStream_t stream) {
+    OracleProblem p;
+    p.rows = 9;
+    p.cols = 3001;
+    p.x = ValueSpec{12345, 0, 0.0f, 3.0f};
+    p.weight = ValueSpec{12345, 1, 0.25f, 2.0f, true};
+    p.has_residual = true;
+    p.residual = ValueSpec{12345, 2, 0.0f, 1.0f};
+    std::vector<double> gpu(p.rows);
+    double* inv = nullptr;
+    WB_CUDA_CHECK(cudaMalloc(&inv, sizeof(double) * p.rows));
+    oracle_inv_rms_kernel<__half><<<1, kThreads, 0, stream>>>(p, inv);
+    WB_CUDA_CHECK(cudaGetLastError());
+    WB_CUDA_CHECK(cudaMemcpyAsync(gpu.data(), inv, sizeof(double) * p.rows, cudaMemcpyDeviceToHost, stream));
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    WB_CUDA_CHECK(cudaFree(inv));
+    for (int64_t r = 0; r < p.rows; ++r) {
+        const double cpu = oracle_inv_rms<__half>(p, r);
+        if (!(std::fabs(gpu[r] - cpu) <= 1e-12 * std::fabs(cpu)))
+            return "the GPU oracle disagrees with the CPU oracle at row " + std::to_string(r);
+    }
+    return "";
+}
+
+}  // namespace workbook

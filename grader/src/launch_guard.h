@@ -1,0 +1,44 @@
+/// @file launch_guard.h
+/// @brief Runs a submission's launch the way the grader trusts: on the grader's stream,
+///        optionally captured into a CUDA graph, with a watchdog on the wait.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace workbook {
+
+/// The device is unusable (illegal address, hang, ...): the run ends after reporting it.
+class FatalDeviceError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// The grader's stream: created once, non-blocking, so work on the legacy default stream is not hidden by it.
+cudaStream_t grader_stream();
+
+/// Seconds a single wait may take before the run is declared hung.
+void set_watchdog_seconds(double seconds);
+
+/// Waits for `stream` with the watchdog. Errors that poison the context throw FatalDeviceError;
+/// other errors return their text, success returns "".
+std::string wait_with_watchdog(cudaStream_t stream, const std::string& what);
+
+/// What happened when the submission was asked to launch.
+struct LaunchReport {
+    std::string problem;  ///< "" when the launch looked right
+    size_t graph_nodes = 0;
+};
+
+/// Calls `launch(stream)`. With `capture`, records it into a graph on the grader's stream, checks
+/// that it enqueued work there (or nothing, when `expect_empty`), and replays the graph. Waits for the result.
+LaunchReport run_launch(const std::function<cudaError_t(cudaStream_t)>& launch, bool capture, bool expect_empty,
+                        const std::string& case_name);
+
+/// True for the errors after which the CUDA context cannot be used any more.
+bool is_sticky(cudaError_t e);
+
+}  // namespace workbook

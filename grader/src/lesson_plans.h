@@ -1,0 +1,65 @@
+/// @file lesson_plans.h
+/// @brief Shared pieces of the lessons' case tables, and each lesson family's plan builder.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "case_registry.h"
+#include "workbook/inputs.h"
+
+namespace workbook {
+
+/// Options that change what a plan contains.
+struct PlanOptions {
+    bool full_bench = false;  ///< every shape of the seed table, not only the gate's shapes
+};
+
+/// The families of input values the cases use.
+enum class InputKind {
+    normal,     ///< magnitudes uniform in [0, 2), random signs
+    zero_rows,  ///< every other row all zeros
+    nan_row,    ///< one NaN in one row
+    huge,       ///< magnitudes in [30000, 65504]: fp16 squares overflow an fp16 accumulator
+    small,      ///< magnitudes below 0.01, where eps matters
+};
+
+/// The input x (or residual, with another `tensor` id) of a case.
+inline ValueSpec input_spec(InputKind kind, uint64_t seed, uint32_t tensor, int64_t rows) {
+    ValueSpec s;
+    s.seed = seed;
+    s.tensor = tensor;
+    switch (kind) {
+        case InputKind::normal: break;
+        case InputKind::zero_rows: s.zero_period = 2; break;
+        case InputKind::nan_row:
+            s.nan_row = std::min<int64_t>(37, rows - 1);
+            s.nan_col = 5;
+            break;
+        case InputKind::huge:
+            s.lo = 30000.0f;
+            s.hi = 65504.0f;
+            break;
+        case InputKind::small: s.hi = 0.01f; break;
+    }
+    return s;
+}
+
+/// The weight: magnitudes in [0.25, 2), random signs, one value per column.
+inline ValueSpec weight_spec(uint64_t seed) {
+    ValueSpec s;
+    s.seed = seed;
+    s.tensor = 7;
+    s.lo = 0.25f;
+    s.hi = 2.0f;
+    s.per_col = true;
+    return s;
+}
+
+LessonPlan rows_plan(int lesson, const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan fused_add_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan cpu_plan(const Submission& student);
+
+}  // namespace workbook

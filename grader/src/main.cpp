@@ -1,0 +1,220 @@
+/// @file main.cpp
+/// @brief wb-grader: grades one compiled submission of one lesson against the reference.
+///
+/// Normally started by ./grade, which builds the submission first. Prints one line per case,
+/// then the benchmark table and the gate's verdict, and exits with the documented code.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "bench_runner.h"
+#include "correctness_runner.h"
+#include "gpu_checks.h"
+#include "launch_guard.h"
+#include "plan_dispatch.h"
+#include "run_report.h"
+
+namespace {
+
+using namespace workbook;
+
+struct Args {
+    int lesson = 0;
+    std::string student, reference, source_name, json, filter;
+    uint64_t seed = 0;
+    bool seed_given = false, bench = true, full_bench = false;
+    int samples = 15;
+    double watchdog = 30;
+};
+
+const char* kUsageText =
+    "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
+    "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
+    "                 [--cases SUBSTRING] [--watchdog SECONDS]\n"
+    "Normally run through ./grade, which builds the libraries first.\n";
+
+bool parse(int argc, char** argv, Args& a, std::string& error) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](const char* what) -> const char* {
+            if (i + 1 >= argc) {
+                error = arg + " needs " + what;
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        const char* v = nullptr;
+        if (arg == "--lesson") { if (!(v = value("a lesson number"))) return false; a.lesson = std::atoi(v); }
+        else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
+        else if (arg == "--reference") { if (!(v = value("a path"))) return false; a.reference = v; }
+        else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
+        else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
+        else if (arg == "--cases") { if (!(v = value("a substring"))) return false; a.filter = v; }
+        else if (arg == "--seed") {
+            if (!(v = value("a number"))) return false;
+            char* end = nullptr;
+            a.seed = std::strtoull(v, &end, 0);
+            if (!end || *end) { error = std::string("--seed takes a whole number, not '") + v + "'"; return false; }
+            a.seed_given = true;
+        }
+        else if (arg == "--samples") { if (!(v = value("a count"))) return false; a.samples = std::max(3, std::atoi(v)); }
+        else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
+        else if (arg == "--no-bench") a.bench = false;
+        else if (arg == "--full-bench") a.full_bench = true;
+        else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
+        else { error = "unknown option " + arg; return false; }
+    }
+    if (a.lesson == 0) { error = "--lesson is required"; return false; }
+    if (a.student.empty()) { error = "--student is required"; return false; }
+    return true;
+}
+
+int finish(RunReport& report, const Args& args, int code) {
+    if (!args.json.empty() && !write_json(report, args.json)) return kUsage;
+    return code;
+}
+
+/// Fills the GPU fields of the report; "" when a usable GPU is there, else why not.
+std::string describe_gpu(RunReport& report, int min_sm) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return std::string("no usable CUDA GPU here (the CUDA runtime says: ") +
+               (e != cudaSuccess ? cudaGetErrorString(e) : "no device found") +
+               "). The exercise built; its correctness and timing need a CUDA device. Lesson 1 grades on the CPU.";
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    report.gpu = prop.name;
+    report.sm = prop.major * 10 + prop.minor;
+    report.driver = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    report.cuda = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    if (report.sm < min_sm)
+        return "this lesson needs compute capability " + std::to_string(min_sm / 10) + "." +
+               std::to_string(min_sm % 10) + " or newer; " + report.gpu + " is " + std::to_string(prop.major) + "." +
+               std::to_string(prop.minor) + ", so the lesson is skipped here";
+    return "";
+}
+
+int grade(const Args& args) {
+    RunReport report;
+    report.lesson = args.lesson;
+    report.source = args.source_name.empty() ? args.student : args.source_name;
+    report.seed = args.seed_given ? args.seed
+                                  : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    const LessonInfo* info = find_lesson(args.lesson);
+    if (!info) {
+        std::cerr << "unknown lesson " << args.lesson << ": lessons are 1 to 8\n";
+        return kUsage;
+    }
+    report.gate_fraction = info->gate_fraction;
+    std::printf("lesson %d (%s): %s\nseed %llu (reproduce with --seed %llu)\n", info->number, info->slug,
+                report.source.c_str(), (unsigned long long)report.seed, (unsigned long long)report.seed);
+    if (info->needs_gpu) {
+        const std::string why = describe_gpu(report, info->min_sm);
+        if (!why.empty()) {
+            report.verdict = "no-gpu";
+            report.reason = why;
+            std::printf("\n%s\n", why.c_str());
+            return finish(report, args, kNoGpu);
+        }
+        std::printf("GPU: %s (sm_%d), driver %s, CUDA runtime %s\n", report.gpu.c_str(), report.sm,
+                    report.driver.c_str(), report.cuda.c_str());
+        set_watchdog_seconds(args.watchdog);
+    }
+
+    std::unique_ptr<Submission> student, reference;
+    try {
+        student = std::make_unique<Submission>(args.student, args.lesson);
+        if (info->needs_gpu) {
+            if (args.reference.empty()) throw std::runtime_error("--reference is required for GPU lessons");
+            reference = std::make_unique<Submission>(args.reference, args.lesson);
+        }
+    } catch (const std::exception& e) {
+        report.verdict = "fail-build";
+        report.reason = e.what();
+        std::printf("\n%s\n", e.what());
+        return finish(report, args, kFailBuild);
+    }
+
+    try {
+        if (info->needs_gpu) {
+            const std::string oracle = self_check_gpu_oracle(grader_stream());
+            if (!oracle.empty()) throw std::runtime_error("grader self-check failed: " + oracle);
+        }
+        PlanOptions options;
+        options.full_bench = args.full_bench;
+        LessonPlan plan = make_plan(args.lesson, *student, reference.get(), options);
+        std::printf("\ncorrectness: %zu case(s), each run with fresh inputs\n", plan.cases.size());
+        std::fflush(stdout);
+        const std::string fatal = run_cases(plan, report.seed, args.filter, report);
+        size_t failed = 0;
+        const CaseResult* first = nullptr;
+        for (const CaseResult& c : report.cases)
+            if (!c.passed) {
+                ++failed;
+                if (!first) first = &c;
+            }
+        if (failed) {
+            report.verdict = "fail-correctness";
+            report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
+            std::printf("\n%zu of %zu case(s) failed. The gate runs once every case passes.\n", failed,
+                        report.cases.size());
+            return finish(report, args, kFailCorrectness);
+        }
+        std::printf("\nall %zu case(s) passed\n", report.cases.size());
+        if (!info->needs_gpu || !args.bench || plan.bench.empty()) {
+            if (info->needs_gpu && !args.bench) report.reason = "benchmark skipped (--no-bench)";
+            return finish(report, args, kPass);
+        }
+        const ExitCode code = run_bench(plan, args.samples, report);
+        print_bench_table(report);
+        if (code == kPass) {
+            std::printf("\ngate: PASS\n");
+        } else {
+            report.verdict = code == kFailCorrectness ? "fail-correctness" : "fail-gate";
+            report.reason = !report.gate_notes.empty() ? report.gate_notes.back() : "below the gate on some shape";
+            for (const BenchResult& b : report.bench)
+                if (b.verdict == "slow" && report.gate_notes.empty())
+                    report.reason = b.shape + " " + b.dtype + " is slow: " + std::to_string(b.ratio).substr(0, 4) +
+                                    " of the reference";
+            std::printf("\ngate: FAIL (%s)\n", report.reason.c_str());
+        }
+        return finish(report, args, code);
+    } catch (const FatalDeviceError& e) {
+        report.verdict = "fail-correctness";
+        report.reason = e.what();
+        std::printf("\n%s\n", e.what());
+        finish(report, args, kFailCorrectness);
+        std::fflush(stdout);
+        std::_Exit(kFailCorrectness);  // the context is unusable; do not wait on it while exiting
+    } catch (const std::exception& e) {
+        report.verdict = "no-gpu";
+        report.reason = std::string("the grader hit an environment problem: ") + e.what();
+        std::printf("\n%s\n", report.reason.c_str());
+        return finish(report, args, kNoGpu);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args args;
+    std::string error;
+    if (!parse(argc, argv, args, error)) {
+        std::cerr << "wb-grader: " << error << "\n" << kUsageText;
+        return kUsage;
+    }
+    const int code = grade(args);
+    std::fflush(stdout);
+    // A hung or crashed kernel can leave the runtime unable to shut down cleanly; the verdict is already out.
+    std::_Exit(code);
+}

@@ -1,0 +1,47 @@
+/// @file run_report.h
+/// @brief Everything one grading run found, and how it is printed and written as JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace workbook {
+
+/// Exit codes of the grader, documented in README.md.
+enum ExitCode { kPass = 0, kFailCorrectness = 1, kFailGate = 2, kFailBuild = 3, kNoGpu = 4, kUsage = 64 };
+
+struct CaseResult {
+    std::string name, what;
+    bool passed = false;
+    bool skipped = false;
+    std::string detail;
+};
+
+struct BenchResult {
+    std::string shape, dtype;
+    double student_gbps = 0, reference_gbps = 0, ratio = 0, copy_fraction = 0, noise = 0;
+    std::string verdict;
+};
+
+struct RunReport {
+    int lesson = 0;
+    std::string source;
+    std::string verdict = "pass";  ///< pass | fail-correctness | fail-gate | fail-build | no-gpu
+    std::string reason;
+    std::vector<CaseResult> cases;
+    std::vector<BenchResult> bench;
+    std::vector<std::string> gate_notes;
+    std::string gpu, driver, cuda;
+    int sm = 0;
+    double copy_gbps = 0, gate_fraction = 0;
+    uint64_t seed = 0;
+};
+
+/// Writes the report as JSON to `path`; returns false (and says why on stderr) if it cannot.
+bool write_json(const RunReport& report, const std::string& path);
+
+/// Prints the benchmark table and the gate's verdict.
+void print_bench_table(const RunReport& report);
+
+}  // namespace workbook

@@ -1,0 +1,416 @@
+/**
+ * @file rmsnorm_vectorized.cu
+ * @brief Lesson 4 reference: vectorized RMSNorm for fp32, fp16 and bf16 at the copy bandwidth.
+ *
+ * What it shows:
+ *  - the vector width: up to 16 bytes per access, `gcd(16 / sizeof(T), cols)`, cut down
+ *    at run time to what every pointer and every row stride really allows, so a tensor
+ *    that starts one element past an aligned address still runs (at a narrower width);
+ *  - a launch shape that follows cols: a few lanes per row and many rows per block for
+ *    short rows, one warp per row in the middle, one block per row for long rows;
+ *  - the row held in registers between the sum of squares and the scaling, so x is read
+ *    from memory exactly once, and the weight kept in registers across the rows a
+ *    thread visits;
+ *  - fp32 accumulation whatever T is, and 64-bit element offsets.
+ *
+ * What it leaves out: rows longer than a block can keep on chip are streamed twice (the
+ * second read mostly hits L2); lesson 8 keeps such rows on chip with a thread-block
+ * cluster. Programmatic dependent launch is lesson 7.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace workbook::lesson4 {
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr int kMaxCols = 65536;
+/// Threads a Hopper SM keeps resident; sizes the persistent grid.
+constexpr int kThreadsPerSm = 2048;
+
+/// fp32 view of an element: all arithmetic is done in fp32.
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Round-to-nearest back to the storage type.
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/// VEC elements that move as one access; the alignment makes the compiler emit one
+/// 2-, 4-, 8- or 16-byte load or store instead of VEC scalar ones.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+    T v[VEC];
+};
+
+/// fp32 copies of a pack's elements. 16-bit pairs convert as pairs: fewer instructions
+/// per byte, which matters once the loads are as wide as they can be.
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
+    if constexpr (std::is_same_v<T, __half> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+            const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&p.v[k]));
+            f[k] = t.x;
+            f[k + 1] = t.y;
+        }
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+            const float2 t = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&p.v[k]));
+            f[k] = t.x;
+            f[k + 1] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) f[k] = to_float(p.v[k]);
+    }
+}
+
+/// Round VEC fp32 values to T (round to nearest even), two at a time for 16-bit types.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> pack(const float (&f)[VEC]) {
+    Pack<T, VEC> p;
+    if constexpr (std::is_same_v<T, __half> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2)
+            *reinterpret_cast<__half2*>(&p.v[k]) = __floats2half2_rn(f[k], f[k + 1]);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2)
+            *reinterpret_cast<__nv_bfloat162*>(&p.v[k]) = __floats2bfloat162_rn(f[k], f[k + 1]);
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) p.v[k] = from_float<T>(f[k]);
+    }
+    return p;
+}
+
+/// Tells the compiler the packed row may have changed, so it converts the row to fp32
+/// again for the output instead of keeping the fp32 copies from the sum alive: for a
+/// 16-bit row that is twice the registers, and a long row would spill. Emits no code.
+template <typename T, int VEC>
+__device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
+    if constexpr (sizeof(p) % 4 == 0) {
+        unsigned* words = reinterpret_cast<unsigned*>(&p);
+#pragma unroll
+        for (int i = 0; i < static_cast<int>(sizeof(p) / 4); ++i) asm volatile("" : "+r"(words[i]));
+    } else {
+        asm volatile("" : "+h"(*reinterpret_cast<unsigned short*>(&p)));
+    }
+}
+
+/// [group-sum]
+/// Sum over the G consecutive lanes that share a row (G a power of two, at most 32).
+/// xor offsets below G never leave the group, so several rows reduce in one warp at once.
+template <int G>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int offset = G / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+/// Sum over a whole block of BLOCK threads; every thread gets the total.
+/// `partials` has two banks of BLOCK/32 slots used on alternate rows, so a warp that
+/// races ahead to the next row cannot overwrite a slot another warp has not read yet;
+/// one barrier per row is then enough.
+template <int BLOCK>
+__device__ __forceinline__ float block_sum(float v, float (*partials)[BLOCK / kWarpSize], int bank) {
+    constexpr int kWarps = BLOCK / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize;
+    const int warp = threadIdx.x / kWarpSize;
+    v = group_sum<kWarpSize>(v);
+    if (lane == 0) partials[bank][warp] = v;
+    __syncthreads();
+    // Every warp finishes the sum itself: no second barrier, no broadcast slot.
+    float total = lane < kWarps ? partials[bank][lane] : 0.0f;
+    return group_sum<kWarpSize>(total);
+}
+/// [group-sum]
+
+/// Sum over the G threads of a row group: shuffles inside a warp, shared memory across warps.
+template <int G>
+__device__ __forceinline__ float row_sum(float v, float (*partials)[(G > kWarpSize ? G : kWarpSize) / kWarpSize],
+                                         int bank) {
+    if constexpr (G <= kWarpSize) {
+        return group_sum<G>(v);
+    } else {
+        return block_sum<G>(v, partials, bank);
+    }
+}
+
+/**
+ * Rows kept in registers. A row group of G threads owns a row; thread `lane` of the
+ * group owns vectors lane, lane + G, ..., lane + (ITERS-1)·G of it, so each warp-wide
+ * access is contiguous. G ≤ 32: BLOCK/G rows per block, reduced with shuffles.
+ * G > 32: BLOCK == G, one row per block, reduced through shared memory.
+ */
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool CACHE_W>
+__global__ void __launch_bounds__(BLOCK)
+    rmsnorm_rows_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
+                        T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, float eps) {
+    static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
+    using P = Pack<T, VEC>;
+    constexpr int kRowsPerBlock = BLOCK / G;
+    // CACHE_W: the weight stays in registers for every row the thread visits; otherwise
+    // it is loaded (from L1/L2) after the reduction, which costs no registers meanwhile.
+    constexpr bool kCacheWeight = CACHE_W;
+    __shared__ float partials[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
+
+    const int nvec = cols / VEC;
+    const int lane = threadIdx.x % G;
+    const int group = threadIdx.x / G;
+    const float inv_cols = 1.0f / static_cast<float>(cols);
+    const P* w = reinterpret_cast<const P*>(weight);
+
+    P wv[ITERS];
+    if constexpr (kCacheWeight) {
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) wv[i] = w[idx];
+        }
+    }
+
+    int bank = 0;
+    // Every thread of the block runs the same number of iterations (the test is on the
+    // block's first row), so the shuffles and barriers below are never divergent.
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < rows;
+         first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+        const int64_t row = first + group;
+        const bool active = row < rows;
+        // 64-bit offsets: rows × stride passes 2^31 elements on large tensors.
+        const int64_t r = active ? row : 0;
+        const P* xr = reinterpret_cast<const P*>(x + r * x_row_stride);
+        P* yr = reinterpret_cast<P*>(y + r * y_row_stride);
+
+        /// [vector-load]
+        // All loads first: ITERS independent 16-byte loads in flight per thread hide the
+        // memory latency; the row then stays in registers for the second pass.
+        P xv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) xv[i] = xr[idx];
+        }
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) {
+                float f[VEC];
+                unpack(xv[i], f);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+            }
+            keep_packed(xv[i]);
+        }
+        /// [vector-load]
+
+        sum = row_sum<G>(sum, partials, bank);
+        bank ^= 1;
+        // Once per row: the IEEE divide and square root cost nothing measurable here.
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + eps);
+
+        if (active) {
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) {
+                    P wi;
+                    if constexpr (kCacheWeight) {
+                        wi = wv[i];
+                    } else {
+                        wi = w[idx];
+                    }
+                    float f[VEC], g[VEC];
+                    unpack(xv[i], f);
+                    unpack(wi, g);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+                    yr[idx] = pack<T, VEC>(f);
+                }
+            }
+        }
+    }
+}
+
+/// Rows too long for registers: one block per row, the sum streamed in a first pass and
+/// the row read again (mostly from L2) in the second.
+template <typename T, int VEC, int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+    rmsnorm_stream_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
+                          T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, float eps) {
+    using P = Pack<T, VEC>;
+    constexpr int kUnroll = 4;
+    __shared__ float partials[2][BLOCK / kWarpSize];
+    const int nvec = cols / VEC;
+    const float inv_cols = 1.0f / static_cast<float>(cols);
+    const P* w = reinterpret_cast<const P*>(weight);
+    int bank = 0;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const P* xr = reinterpret_cast<const P*>(x + row * x_row_stride);
+        P* yr = reinterpret_cast<P*>(y + row * y_row_stride);
+        float sum = 0.0f;
+        for (int base = threadIdx.x; base < nvec; base += kUnroll * BLOCK) {
+            P xv[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+                if (base + u * BLOCK < nvec) xv[u] = xr[base + u * BLOCK];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                if (base + u * BLOCK < nvec) {
+                    float f[VEC];
+                    unpack(xv[u], f);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+                }
+            }
+        }
+        sum = block_sum<BLOCK>(sum, partials, bank);
+        bank ^= 1;
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + eps);
+#pragma unroll 4
+        for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
+            float f[VEC], g[VEC];
+            unpack(xr[idx], f);
+            unpack(w[idx], g);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+            yr[idx] = pack<T, VEC>(f);
+        }
+    }
+}
+
+/// Blocks for a grid that walks the rows: enough to fill every SM, never more than the work.
+inline int grid_for(int64_t row_groups, int block, int sms) {
+    const int64_t resident = static_cast<int64_t>(sms) * (kThreadsPerSm / block > 0 ? kThreadsPerSm / block : 1);
+    return static_cast<int>(row_groups < resident ? row_groups : resident);
+}
+
+template <typename T, int VEC, int G, int ITERS, bool CACHE_W>
+cudaError_t launch_rows(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
+                        int sms, cudaStream_t stream) {
+    constexpr int kBlock = G <= kWarpSize ? 256 : G;
+    constexpr int kRowsPerBlock = kBlock / G;
+    const int64_t groups = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, CACHE_W>
+        <<<grid_for(groups, kBlock, sms), kBlock, 0, stream>>>(x, xs, w, y, ys, rows, cols, eps);
+    return cudaGetLastError();
+}
+
+template <typename T, int VEC, int BLOCK>
+cudaError_t launch_stream(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
+                          int sms, cudaStream_t stream) {
+    rmsnorm_stream_kernel<T, VEC, BLOCK><<<grid_for(rows, BLOCK, sms), BLOCK, 0, stream>>>(x, xs, w, y, ys, rows, cols, eps);
+    return cudaGetLastError();
+}
+
+/// [launch-shape]
+/// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors.
+/// Each thread keeps 4 to 8 vectors in flight; short rows share a warp (no block barrier,
+/// no idle lanes), long rows take a whole block so the row still fits in registers.
+template <typename T, int VEC>
+cudaError_t launch_width(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
+                         int sms, cudaStream_t stream) {
+    const int nvec = cols / VEC;
+    if (nvec <= 8) return launch_rows<T, VEC, 2, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 16) return launch_rows<T, VEC, 4, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 32) return launch_rows<T, VEC, 8, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 64) return launch_rows<T, VEC, 16, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 128) return launch_rows<T, VEC, 32, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 256) return launch_rows<T, VEC, 32, 8, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 512) return launch_rows<T, VEC, 128, 4, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if constexpr (kMaxCols / VEC > 8192) return launch_stream<T, VEC, 512>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    return cudaErrorInvalidValue;  // unreachable: cols ≤ kMaxCols
+}
+/// [launch-shape]
+
+/// True when `p` may be accessed `bytes` at a time.
+inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+}  // namespace
+
+/**
+ * @brief RMSNorm of a rows × cols matrix with strided rows, vectorized for any alignment.
+ *
+ * y[r][c] = x[r][c] · rsqrt(mean_c(x[r][c]²) + eps) · weight[c], accumulated in fp32.
+ *
+ * @tparam T element type of x, weight and y: `float`, `__half` or `__nv_bfloat16`
+ * @param[in]  x             input; row r starts at x + r · x_row_stride
+ * @param[in]  x_row_stride  elements between consecutive rows of x (≥ cols)
+ * @param[in]  weight        cols scale factors
+ * @param[out] y             output, same shape; must not overlap x. Padding between a
+ *                           row's end and the next row is never written.
+ * @param[in]  y_row_stride  elements between consecutive rows of y (≥ cols)
+ * @param[in]  rows          number of rows; 0 launches nothing
+ * @param[in]  cols          elements per row, 1 to 65536
+ * @param[in]  eps           added to the mean square inside the square root
+ * @param[in]  stream        the only stream the kernel is launched on
+ * @return the launch's error code (not synchronised); cudaErrorInvalidValue for a
+ *         negative rows or cols outside 1..65536
+ *
+ * Performance: the kernel moves each byte of x and y once, so its speed is the memory
+ * system's. With 16-byte accesses (8 fp16/bf16 or 4 fp32 elements) a warp moves 512 bytes
+ * per load instruction, and every thread keeps 4 to 8 of them in flight; fp16 and bf16 rows
+ * of 512 cols and more run at about 90% of the device-to-device copy bandwidth. A
+ * misaligned pointer or stride, or cols not a multiple of the width, drops to the widest
+ * legal width; at width 1 the same bytes need 8 times the load instructions.
+ */
+template <typename T>
+cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int64_t y_row_stride, int64_t rows,
+                    int64_t cols, float eps, cudaStream_t stream) {
+    if (rows < 0 || cols < 1 || cols > kMaxCols) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+
+    int device = 0;
+    int sms = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err != cudaSuccess) return err;
+
+    /// [vector-width]
+    // Widest width w (elements) such that every access of w elements is aligned to
+    // w·sizeof(T): w divides cols, every row stride (when there is a second row) and
+    // the address of x, weight and y. Halving from 16 bytes gives gcd(16/sizeof(T), cols)
+    // limited by the alignment actually present.
+    int vec = 16 / static_cast<int>(sizeof(T));
+    auto fits = [&](int w) {
+        const int bytes = w * static_cast<int>(sizeof(T));
+        return cols % w == 0 && aligned_to(x, bytes) && aligned_to(weight, bytes) && aligned_to(y, bytes) &&
+               (rows == 1 || (x_row_stride % w == 0 && y_row_stride % w == 0));
+    };
+    while (vec > 1 && !fits(vec)) vec /= 2;
+    /// [vector-width]
+
+    const int n = static_cast<int>(cols);
+    switch (vec) {
+        case 8:
+            if constexpr (sizeof(T) <= 2) return launch_width<T, 8>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
+            break;
+        case 4:
+            return launch_width<T, 4>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
+        case 2:
+            return launch_width<T, 2>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
+        default:
+            break;
+    }
+    return launch_width<T, 1>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
+}
+
+}  // namespace workbook::lesson4
