@@ -25,6 +25,7 @@ struct Case {
     std::string name;
     std::string what;  ///< one line: what the case tests
     int repeats = 2;
+    bool large = false;  ///< skipped by --small (compute-sanitizer runs): too slow to instrument
     std::function<CaseOutcome(uint64_t seed, int repetition)> run;
 };
 

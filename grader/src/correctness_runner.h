@@ -11,6 +11,7 @@ namespace workbook {
 
 /// Runs every case (each `repeats` times with fresh seeds derived from `seed`); fills report.cases.
 /// Returns "" or, when the device became unusable, the fatal error that stopped the run.
-std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, RunReport& report);
+std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, bool small_only,
+                      RunReport& report);
 
 }  // namespace workbook

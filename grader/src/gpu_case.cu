@@ -82,11 +82,12 @@ CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& c
     return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
 }
 
-Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats) {
+Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats, bool large) {
     Case c;
     c.name = name;
     c.what = std::move(what);
     c.repeats = repeats;
+    c.large = large;
     c.run = [name, build](uint64_t seed, int rep) {
         // Even repetitions go through a graph capture (catches other streams), odd ones launch directly.
         return run_gpu_call(build(seed), rep % 2 == 0, name);

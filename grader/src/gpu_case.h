@@ -43,7 +43,7 @@ using CallBuilder = std::function<GpuCall(uint64_t seed)>;
 CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name);
 
 /// A Case that runs `build` `repeats` times with fresh seeds, alternating captured and direct launches.
-Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats = 2);
+Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats = 2, bool large = false);
 
 /// A benchmark shape timing `student` and `reference` builds of the same call, with `sets`
 /// rotating copies of the tensors so that tiny shapes are timed over many cold launches.

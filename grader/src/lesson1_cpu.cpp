@@ -69,7 +69,9 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
                     " of them never written";
     size_t outside = 0;
     for (size_t i = 0; i < kGuard; ++i) outside += (y[i] != kGuardValue) + (y[kGuard + n + i] != kGuardValue);
-    if (outside) problems += (problems.empty() ? "" : "; ") + std::string("wrote outside the output: " + std::to_string(outside) + " guard element(s) changed";
+    if (outside)
+        problems += std::string(problems.empty() ? "" : "; ") + "wrote outside the output: " +
+                    std::to_string(outside) + " guard element(s) changed";
     if (std::memcmp(x.data(), x_before.data(), n * sizeof(float)) != 0 ||
         std::memcmp(w.data(), w_before.data(), w.size() * sizeof(float)) != 0)
         problems += (problems.empty() ? "" : "; ") + std::string("the inputs x or weight were modified");

@@ -195,8 +195,9 @@ LessonPlan rows_plan(int lesson, const Submission& student, const Submission& re
             if (c.name == "past_2pow31_elements" && typed && t != DType::f16) continue;
             const std::string name = typed ? c.name + "_" + dtype_name(t) : c.name;
             const RowsFn fn = rows_fn(lesson, student, t);
+            const bool large = c.rows * (c.cols + std::max(c.x_pad, c.y_pad)) > (int64_t(1) << 22);
             plan.cases.push_back(make_gpu_case(
-                name, c.what, [c, t, fn](uint64_t seed) { return rows_call(c, t, seed, fn); }, c.repeats));
+                name, c.what, [c, t, fn](uint64_t seed) { return rows_call(c, t, seed, fn); }, c.repeats, large));
         }
     }
     for (const BenchSpec& b : bench_specs(lesson, opt.full_bench)) {
@@ -207,7 +208,7 @@ LessonPlan rows_plan(int lesson, const Submission& student, const Submission& re
         const DType t = b.dtype;
         plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t),
                                            "a benchmark shape, checked like any case",
-                                           [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); }, 1));
+                                           [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); }, 1, true));
         plan.bench.push_back(make_bench_shape(shape, t, [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); },
                                               [c, t, r](uint64_t seed) { return rows_call(c, t, seed, r); }));
     }

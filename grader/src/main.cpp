@@ -28,7 +28,7 @@ struct Args {
     int lesson = 0;
     std::string student, reference, source_name, json, filter;
     uint64_t seed = 0;
-    bool seed_given = false, bench = true, full_bench = false;
+    bool seed_given = false, bench = true, full_bench = false, small = false;
     int samples = 15;
     double watchdog = 30;
 };
@@ -36,7 +36,7 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases SUBSTRING] [--watchdog SECONDS]\n"
+    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS]\n"
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -67,6 +67,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
         else if (arg == "--no-bench") a.bench = false;
         else if (arg == "--full-bench") a.full_bench = true;
+        else if (arg == "--small") a.small = true;
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
     }
@@ -155,7 +156,13 @@ int grade(const Args& args) {
         LessonPlan plan = make_plan(args.lesson, *student, reference.get(), options);
         std::printf("\ncorrectness: %zu case(s), each run with fresh inputs\n", plan.cases.size());
         std::fflush(stdout);
-        const std::string fatal = run_cases(plan, report.seed, args.filter, report);
+        const std::string fatal = run_cases(plan, report.seed, args.filter, args.small, report);
+        if (report.cases.empty()) {
+            report.verdict = "fail-correctness";
+            report.reason = "no case matches --cases " + args.filter;
+            std::printf("%s\n", report.reason.c_str());
+            return finish(report, args, kUsage);
+        }
         size_t failed = 0;
         const CaseResult* first = nullptr;
         for (const CaseResult& c : report.cases)

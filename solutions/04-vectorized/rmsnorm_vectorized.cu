@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(BLOCK)
                     P wi;
                     if constexpr (kCacheWeight) {
                         wi = wv[i];
+                        keep_packed(wv[i]);  // 16-bit weights stay packed across rows
                     } else {
                         wi = w[idx];
                     }

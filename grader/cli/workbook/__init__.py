@@ -1,0 +1,1 @@
+"""Command-line side of the workbook: lessons, building submissions, grading, progress."""

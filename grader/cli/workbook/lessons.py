@@ -1,0 +1,81 @@
+"""Finding lessons and their files: `lessonN` on the command line, `NN-slug` on disk."""
+import os
+import re
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+class UsageError(Exception):
+    """Bad input from the user: the message says what is wrong and what to do."""
+
+
+@dataclass
+class Lesson:
+    number: int
+    slug: str
+
+    @property
+    def name(self):
+        return f"lesson{self.number}"
+
+    @property
+    def readme(self):
+        return os.path.join(ROOT, "lessons", self.slug, "README.md")
+
+    @property
+    def hints_file(self):
+        return os.path.join(ROOT, "lessons", self.slug, "hints.md")
+
+    def _only_file(self, folder):
+        d = os.path.join(ROOT, folder, self.slug)
+        files = sorted(f for f in os.listdir(d) if f.endswith((".cu", ".cpp"))) if os.path.isdir(d) else []
+        return os.path.join(d, files[0]) if files else None
+
+    @property
+    def exercise(self):
+        return self._only_file("exercises")
+
+    @property
+    def solution(self):
+        return self._only_file("solutions")
+
+    @property
+    def title(self):
+        try:
+            with open(self.readme, encoding="utf-8") as f:
+                first = f.readline().strip()
+        except OSError:
+            return self.slug
+        m = re.match(r"#\s*Lesson\s+\d+\s*[—-]\s*(.+?)(\s*\{#.*\})?$", first)
+        return m.group(1) if m else self.slug
+
+    @property
+    def needs_gpu(self):
+        return self.number != 1
+
+
+def all_lessons():
+    """Every lesson folder that has an exercise and a solution, in order."""
+    found = []
+    lessons_dir = os.path.join(ROOT, "lessons")
+    for entry in sorted(os.listdir(lessons_dir)):
+        m = re.match(r"^(\d\d)-[a-z0-9-]+$", entry)
+        if not m or not os.path.isdir(os.path.join(lessons_dir, entry)):
+            continue
+        lesson = Lesson(int(m.group(1)), entry)
+        if lesson.exercise and lesson.solution:
+            found.append(lesson)
+    return found
+
+
+def find_lesson(name):
+    """`lesson3` (or `3`, `03`, `03-block-reduce`) to a Lesson; UsageError listing the lessons otherwise."""
+    lessons = all_lessons()
+    m = re.match(r"^(?:lesson)?0*(\d+)(?:-[a-z0-9-]+)?$", name)
+    if m:
+        for lesson in lessons:
+            if lesson.number == int(m.group(1)):
+                return lesson
+    listing = ", ".join(l.name for l in lessons)
+    raise UsageError(f"unknown lesson '{name}'. The lessons are: {listing}. Run ./grade alone to see them with your progress.")

@@ -1,0 +1,192 @@
+"""./grade: the workbook's one command.
+
+  ./grade                      the lessons, with your progress
+  ./grade lessonN              build your exercise (what is stale) and grade it
+  ./grade lessonN --hint       the next hint (they escalate)
+  ./grade lessonN --watch      re-grade every time you save the exercise
+  ./grade lessonN --reset      restore the stub (your file is backed up first)
+  ./grade lessonN --source F   grade any file written against the lesson's contract
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from . import exitcodes, hints, progress
+from .build import BuildError, build_targets, compile_source, config, library
+from .lessons import ROOT, UsageError, all_lessons, find_lesson
+from .stub import reset_exercise, is_untouched
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message}. Run ./grade --help for the options.")
+
+
+def _parser():
+    p = _Parser(prog="./grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="Exit codes: 0 passed, 1 failed correctness, 2 failed the gate, 3 did not build, "
+                       "4 no usable GPU (or another environment problem), 64 wrong usage.")
+    p.add_argument("lesson", nargs="?", help="lesson1 ... lesson8 (./grade alone lists them)")
+    p.add_argument("--source", metavar="FILE", help="grade FILE instead of the lesson's exercise")
+    p.add_argument("--seed", help="reproduce a run's inputs (each run prints its seed)")
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    p.add_argument("--no-bench", action="store_true", help="correctness only, skip the timing gate")
+    p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT")
+    p.add_argument("--samples", type=int, help="timed samples per kernel and shape (default 15)")
+    p.add_argument("--full-bench", action="store_true", help="time every shape of the seed table")
+    p.add_argument("--hint", action="store_true", help="show the next hint for the lesson")
+    p.add_argument("--watch", action="store_true", help="re-grade whenever the file is saved (Ctrl-C stops)")
+    p.add_argument("--reset", action="store_true", help="restore the shipped stub, backing up your file")
+    p.add_argument("--sanitize", action="store_true",
+                   help="re-run the cases under compute-sanitizer (memcheck, racecheck, synccheck)")
+    p.add_argument("--watch-rounds", type=int, default=0, help=argparse.SUPPRESS)
+    return p
+
+
+def list_lessons():
+    print("RMSNorm kernel workbook: the lessons\n")
+    for lesson in all_lessons():
+        st = progress.status(lesson)
+        if st.get("passed"):
+            state = "passed"
+        elif st.get("last"):
+            state = f"{st['last']} ({st.get('when', '')})"
+        elif not is_untouched(lesson):
+            state = "in progress"
+        else:
+            state = "not started"
+        where = "CPU" if not lesson.needs_gpu else "GPU"
+        print(f"  {lesson.name:<8} {lesson.title:<44} {where}  {state}")
+    todo = next((l for l in all_lessons() if not progress.status(l).get("passed")), None)
+    if todo:
+        print(f"\nNext: edit {os.path.relpath(todo.exercise, ROOT)}, then  make {todo.name} && ./grade {todo.name}")
+    print("Help: ./grade --help   Hints: ./grade lessonN --hint")
+    return exitcodes.PASS
+
+
+def _write_build_failure(args, lesson, source, message):
+    if not args.json:
+        return
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump({"lesson": lesson.name, "source": source, "verdict": "fail-build", "reason": message,
+                   "cases": [], "bench": [], "gpu": "", "seed": None}, f, indent=2)
+
+
+def _sanitize(cmd):
+    tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not os.path.exists(tool):
+        print("compute-sanitizer was not found (it ships with the CUDA toolkit, in /usr/local/cuda/bin)")
+        return exitcodes.NO_GPU
+    worst = exitcodes.PASS
+    for check in ("memcheck", "racecheck", "synccheck"):
+        print(f"\n--- compute-sanitizer --tool {check} (small cases only, no timing) ---", flush=True)
+        code = subprocess.call([tool, "--tool", check, "--error-exitcode", "86", "--print-limit", "10",
+                                *cmd, "--no-bench", "--small", "--watchdog", "600"])
+        if code == 86:
+            print(f"{check}: found problems (listed above)")
+            worst = exitcodes.FAIL_CORRECTNESS
+        elif code != 0:
+            worst = max(worst, code) if worst == exitcodes.PASS else worst
+        else:
+            print(f"{check}: clean")
+    return worst
+
+
+def grade_once(lesson, args):
+    source = os.path.abspath(args.source) if args.source else lesson.exercise
+    shown = os.path.relpath(source, ROOT) if source.startswith(ROOT) else source
+    print(f"building {lesson.name} ({shown}) ...", flush=True)
+    try:
+        if args.source:
+            build_targets("wb-grader", f"{lesson.name}_reference")
+            lib = compile_source(lesson, source)
+        else:
+            build_targets(lesson.name)
+            lib = library(lesson, "exercise")
+    except BuildError as e:
+        print(f"\n{e}:\n\n{e.output}\n" if e.output else f"\n{e}\n")
+        print(f"{lesson.name}: did not build. Fix the first error above, then run ./grade {lesson.name} again.")
+        _write_build_failure(args, lesson, shown, f"{e}\n{e.output}")
+        progress.record_result(lesson, "fail-build", shown)
+        return exitcodes.FAIL_BUILD
+    cfg = config()
+    cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", lib, "--source-name", shown]
+    if lesson.needs_gpu:
+        cmd += ["--reference", library(lesson, "reference")]
+    for flag, value in (("--seed", args.seed), ("--json", args.json), ("--cases", args.cases),
+                        ("--samples", args.samples)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    if args.no_bench:
+        cmd.append("--no-bench")
+    if args.full_bench:
+        cmd.append("--full-bench")
+    if args.sanitize:
+        code = _sanitize(cmd)
+    else:
+        code = subprocess.call(cmd)
+    progress.record_result(lesson, exitcodes.VERDICTS.get(code, "error"), shown)
+    if code in (exitcodes.FAIL_CORRECTNESS, exitcodes.FAIL_GATE):
+        print(f"\nStuck? ./grade {lesson.name} --hint shows the next hint; "
+              f"lessons/{lesson.slug}/README.md explains the checks.")
+    elif code == exitcodes.PASS and not args.source:
+        later = [l for l in all_lessons() if l.number > lesson.number]
+        if later:
+            print(f"\n{lesson.name} passed. Next: make {later[0].name} && ./grade {later[0].name}")
+    return code
+
+
+def watch(lesson, args):
+    path = os.path.abspath(args.source) if args.source else lesson.exercise
+    last, rounds, code = None, 0, exitcodes.PASS
+    try:
+        while True:
+            try:
+                stamp = os.stat(path).st_mtime_ns
+            except OSError:
+                raise UsageError(f"missing file: {path}")
+            if stamp != last:
+                last = stamp
+                print(f"\n=== {time.strftime('%H:%M:%S')}  grading {lesson.name} ===")
+                code = grade_once(lesson, args)
+                rounds += 1
+                if args.watch_rounds and rounds >= args.watch_rounds:
+                    return code
+                print(f"\nwatching {os.path.relpath(path, ROOT)}: save it to grade again, Ctrl-C to stop")
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopped watching")
+        return code
+
+
+def main(argv):
+    try:
+        args = _parser().parse_args(argv)
+        if args.lesson is None:
+            if any((args.hint, args.watch, args.reset, args.source)):
+                raise UsageError("name a lesson, e.g. ./grade lesson3 --hint")
+            return list_lessons()
+        if args.lesson in ("interview", "leaderboard"):
+            raise UsageError(f"'{args.lesson}' is not available in this version of the workbook")
+        lesson = find_lesson(args.lesson)
+        if args.hint:
+            number, total, text = hints.next_hint(lesson)
+            print(f"{lesson.name}, hint {number} of {total}:\n\n{text}\n")
+            if number < total:
+                print(f"(./grade {lesson.name} --hint again for hint {number + 1})")
+            return exitcodes.PASS
+        if args.reset:
+            return reset_exercise(lesson)
+        if args.watch:
+            return watch(lesson, args)
+        return grade_once(lesson, args)
+    except UsageError as e:
+        print(f"./grade: {e}", file=sys.stderr)
+        return exitcodes.USAGE
+    except BuildError as e:
+        print(f"./grade: {e}\n{e.output}", file=sys.stderr)
+        return exitcodes.FAIL_BUILD
