@@ -2,6 +2,15 @@
 # FetchContent downloads it (for users with a network); when that fails too, the error names
 # the packages to install.
 include(FetchContent)
+# nlohmann-json is header-only: some systems ship the header without a CMake config.
+find_package(nlohmann_json QUIET)
+if(NOT nlohmann_json_FOUND)
+  find_path(WORKBOOK_NLOHMANN_INCLUDE nlohmann/json.hpp)
+  if(WORKBOOK_NLOHMANN_INCLUDE)
+    add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+    target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${WORKBOOK_NLOHMANN_INCLUDE})
+  endif()
+endif()
 set(BENCHMARK_ENABLE_TESTING OFF CACHE BOOL "" FORCE)
 set(BENCHMARK_ENABLE_GTEST_TESTS OFF CACHE BOOL "" FORCE)
 set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
@@ -17,6 +26,9 @@ FetchContent_Declare(nlohmann_json
   FIND_PACKAGE_ARGS NAMES nlohmann_json)
 set(_workbook_missing "")
 foreach(_dep GTest benchmark nlohmann_json)
+  if(_dep STREQUAL "nlohmann_json" AND TARGET nlohmann_json::nlohmann_json)
+    continue()
+  endif()
   FetchContent_MakeAvailable(${_dep})
 endforeach()
 if(NOT TARGET GTest::gtest AND TARGET gtest)
