@@ -472,20 +472,21 @@ def build(root, out_dir, config_path, results_dir):
                            results, lessons, titles, ctx)
         write(os.path.join(pages_dir, f"lesson{n}.md"), page)
         record = {"n": n, "folder": folder, "title": titles[n], "page": f"lesson{n}.html",
-                  "formulas": ctx["formulas"], "snippets": ctx["snippets"], "dotfiles": ctx["dotfiles"],
+                  "formulas": count_formulas(page), "snippets": ctx["snippets"], "dotfiles": ctx["dotfiles"],
                   "measured": any(int(r["lesson"]) == n for d in results for r in d["rows"])}
         if ctx["has_hints"]:
             hctx = dict(ctx, dir=os.path.dirname(hints), source=hints, formulas=0)
-            write(os.path.join(pages_dir, f"lesson{n}_hints.md"), hints_page(n, titles[n], hints, hctx))
+            hpage = hints_page(n, titles[n], hints, hctx)
+            write(os.path.join(pages_dir, f"lesson{n}_hints.md"), hpage)
             record["hints_page"] = f"lesson{n}_hints.html"
-            record["formulas"] += hctx["formulas"]
+            record["hints_formulas"] = count_formulas(hpage)
         manifest["lessons"].append(record)
 
     mctx = {"root": root, "dir": os.path.join(root, "docs"), "source": "docs/mainpage.md",
             "pages_by_path": pages_by_path, "formulas": 0, "snippets": [], "dotfiles": []}
-    write(os.path.join(pages_dir, "mainpage.md"),
-          main_page(read(os.path.join(root, "docs", "mainpage.md")), lessons, titles, config, mctx))
-    manifest["main"] = {"page": "index.html", "formulas": mctx["formulas"], "dotfiles": mctx["dotfiles"]}
+    main = main_page(read(os.path.join(root, "docs", "mainpage.md")), lessons, titles, config, mctx)
+    write(os.path.join(pages_dir, "mainpage.md"), main)
+    manifest["main"] = {"page": "index.html", "formulas": count_formulas(main), "dotfiles": mctx["dotfiles"]}
 
     results_md = ["# Measured reference bandwidth {#results}", "",
                   "Every reference solution timed by `make bench` on a named GPU: bytes moved (each input read "
@@ -498,6 +499,11 @@ def build(root, out_dir, config_path, results_dir):
     write(os.path.join(dot_dir, "lesson-map.dot"), lesson_map_dot(lessons, titles, config))
     write(os.path.join(out_dir, "manifest.json"), json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest
+
+
+def count_formulas(text):
+    """Formulas in a generated page: display blocks plus pairs of inline delimiters."""
+    return text.count("\\f[") + text.count("\\f$") // 2
 
 
 def write(path, text):

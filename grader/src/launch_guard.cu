@@ -120,7 +120,7 @@ LaunchReport run_launch(const std::function<cudaError_t(cudaStream_t)>& launch, 
         // Work that ran eagerly elsewhere may already have written the outputs; the caller
         // re-checks them, but the launch itself is the bug.
         report.problem = "nothing was launched on the grader's stream: the kernel went to another stream "
-                         "(launch on the `stream` argument you are given)";
+                         "(the default stream, or one the submission made); launch on the `stream` argument";
     }
     cudaDeviceSynchronize();
     cudaGetLastError();

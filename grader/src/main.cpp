@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -81,6 +83,17 @@ int finish(RunReport& report, const Args& args, int code) {
     return code;
 }
 
+/// The NVIDIA kernel driver's version ("580.159.04"), or "" where /proc does not say.
+std::string kernel_driver_version() {
+    std::ifstream f("/proc/driver/nvidia/version");
+    std::string word, previous;
+    while (f >> word) {
+        if (previous == "Module" && !word.empty() && std::isdigit(static_cast<unsigned char>(word[0]))) return word;
+        if (word == "Module") previous = word;
+    }
+    return "";
+}
+
 /// Fills the GPU fields of the report; "" when a usable GPU is there, else why not.
 std::string describe_gpu(RunReport& report, int min_sm) {
     int count = 0;
@@ -96,7 +109,8 @@ std::string describe_gpu(RunReport& report, int min_sm) {
     cudaRuntimeGetVersion(&runtime);
     report.gpu = prop.name;
     report.sm = prop.major * 10 + prop.minor;
-    report.driver = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    report.driver = kernel_driver_version();
+    if (report.driver.empty()) report.driver = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
     report.cuda = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
     if (report.sm < min_sm)
         return "this lesson needs compute capability " + std::to_string(min_sm / 10) + "." +

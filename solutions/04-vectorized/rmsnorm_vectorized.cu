@@ -156,16 +156,13 @@ __device__ __forceinline__ float row_sum(float v, float (*partials)[(G > kWarpSi
  * access is contiguous. G ≤ 32: BLOCK/G rows per block, reduced with shuffles.
  * G > 32: BLOCK == G, one row per block, reduced through shared memory.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool CACHE_W>
+template <typename T, int VEC, int G, int ITERS, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     rmsnorm_rows_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
                         T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, float eps) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
-    // CACHE_W: the weight stays in registers for every row the thread visits; otherwise
-    // it is loaded (from L1/L2) after the reduction, which costs no registers meanwhile.
-    constexpr bool kCacheWeight = CACHE_W;
     __shared__ float partials[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
 
     const int nvec = cols / VEC;
@@ -173,15 +170,6 @@ __global__ void __launch_bounds__(BLOCK)
     const int group = threadIdx.x / G;
     const float inv_cols = 1.0f / static_cast<float>(cols);
     const P* w = reinterpret_cast<const P*>(weight);
-
-    P wv[ITERS];
-    if constexpr (kCacheWeight) {
-#pragma unroll
-        for (int i = 0; i < ITERS; ++i) {
-            const int idx = lane + i * G;
-            if (idx < nvec) wv[i] = w[idx];
-        }
-    }
 
     int bank = 0;
     // Every thread of the block runs the same number of iterations (the test is on the
@@ -228,16 +216,11 @@ __global__ void __launch_bounds__(BLOCK)
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
                 if (idx < nvec) {
-                    P wi;
-                    if constexpr (kCacheWeight) {
-                        wi = wv[i];
-                        keep_packed(wv[i]);  // 16-bit weights stay packed across rows
-                    } else {
-                        wi = w[idx];
-                    }
+                    // The weight is read after the reduction: it is shared by every row,
+                    // so it comes from L1/L2, and holding it earlier would cost registers.
                     float f[VEC], g[VEC];
                     unpack(xv[i], f);
-                    unpack(wi, g);
+                    unpack(w[idx], g);
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
                     yr[idx] = pack<T, VEC>(f);
@@ -300,13 +283,13 @@ inline int grid_for(int64_t row_groups, int block, int sms) {
     return static_cast<int>(row_groups < resident ? row_groups : resident);
 }
 
-template <typename T, int VEC, int G, int ITERS, bool CACHE_W>
+template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
                         int sms, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
     const int64_t groups = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, CACHE_W>
+    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock>
         <<<grid_for(groups, kBlock, sms), kBlock, 0, stream>>>(x, xs, w, y, ys, rows, cols, eps);
     return cudaGetLastError();
 }
@@ -326,17 +309,17 @@ template <typename T, int VEC>
 cudaError_t launch_width(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
                          int sms, cudaStream_t stream) {
     const int nvec = cols / VEC;
-    if (nvec <= 8) return launch_rows<T, VEC, 2, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 16) return launch_rows<T, VEC, 4, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 32) return launch_rows<T, VEC, 8, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 64) return launch_rows<T, VEC, 16, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 128) return launch_rows<T, VEC, 32, 4, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 256) return launch_rows<T, VEC, 32, 8, true>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 512) return launch_rows<T, VEC, 128, 4, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8, false>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 8) return launch_rows<T, VEC, 2, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 16) return launch_rows<T, VEC, 4, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 32) return launch_rows<T, VEC, 8, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 64) return launch_rows<T, VEC, 16, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 128) return launch_rows<T, VEC, 32, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 256) return launch_rows<T, VEC, 32, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 512) return launch_rows<T, VEC, 64, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
     if constexpr (kMaxCols / VEC > 8192) return launch_stream<T, VEC, 512>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
     return cudaErrorInvalidValue;  // unreachable: cols ≤ kMaxCols
 }

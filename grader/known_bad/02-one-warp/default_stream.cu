@@ -1,4 +1,4 @@
-// expect: fail-correctness default stream
+// expect: fail-correctness grader's stream
 // bug: the kernel is launched on the legacy default stream instead of the stream it is given
 #include <cuda_runtime.h>
 

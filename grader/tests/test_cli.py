@@ -1,0 +1,199 @@
+"""The ./grade command as a learner uses it: exit codes, messages, hints, reset, watch, JSON,
+and lesson 1 graded for real on the CPU (its stub fails, its solution passes)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRADE = os.path.join(ROOT, "grade")
+SOLUTION1 = os.path.join(ROOT, "solutions", "01-cpu-reference", "rmsnorm_cpu.cpp")
+
+
+def has_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class GradeTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="workbook-test-")
+        self.env = dict(os.environ, WORKBOOK_STATE_DIR=os.path.join(self.tmp, "state"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def grade(self, *args, cwd=ROOT, grade=GRADE):
+        proc = subprocess.run([sys.executable, grade, *args], cwd=cwd, env=self.env, capture_output=True, text=True,
+                              timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+
+class UsageTests(GradeTestCase):
+    def test_list_shows_lessons_and_next_step(self):
+        code, out = self.grade()
+        self.assertEqual(code, 0, out)
+        self.assertIn("lesson1", out)
+        self.assertIn("lesson3", out)
+        self.assertIn("Next:", out)
+
+    def test_unknown_lesson_lists_the_lessons(self):
+        code, out = self.grade("lesson99")
+        self.assertEqual(code, 64, out)
+        self.assertIn("unknown lesson 'lesson99'", out)
+        self.assertIn("lesson1, lesson2", out)
+
+    def test_unknown_option_is_a_usage_error(self):
+        code, out = self.grade("lesson1", "--frobnicate")
+        self.assertEqual(code, 64, out)
+        self.assertIn("--help", out)
+
+    def test_missing_source_file_names_it(self):
+        code, out = self.grade("lesson1", "--source", "/no/such/file.cpp")
+        self.assertEqual(code, 64, out)
+        self.assertIn("no such file: /no/such/file.cpp", out)
+
+    def test_help_documents_exit_codes(self):
+        code, out = self.grade("--help")
+        self.assertEqual(code, 0, out)
+        self.assertIn("3 did not build", out)
+
+    def test_hints_escalate_and_stop_at_the_last(self):
+        seen = []
+        for _ in range(8):
+            code, out = self.grade("lesson2", "--hint")
+            self.assertEqual(code, 0, out)
+            seen.append(out.splitlines()[0])
+        self.assertIn("hint 1 of", seen[0])
+        self.assertIn("hint 2 of", seen[1])
+        self.assertEqual(seen[-1], seen[-2])  # the last hint repeats
+
+
+class LessonOneTests(GradeTestCase):
+    """Lesson 1 grades for real without a GPU."""
+
+    def test_stub_fails_with_first_wrong_element(self):
+        code, out = self.grade("lesson1", "--json", os.path.join(self.tmp, "r.json"))
+        self.assertEqual(code, 1, out)
+        self.assertIn("FAIL  one_row", out)
+        self.assertIn("never written", out)
+        with open(os.path.join(self.tmp, "r.json"), encoding="utf-8") as f:
+            report = json.load(f)
+        self.assertEqual(report["verdict"], "fail-correctness")
+        self.assertEqual(report["lesson"], "lesson1")
+        self.assertTrue(any(not c["passed"] for c in report["cases"]))
+
+    def test_solution_passes_and_json_is_complete(self):
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson1", "--source", SOLUTION1, "--json", path)
+        self.assertEqual(code, 0, out)
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        for key in ("lesson", "source", "verdict", "reason", "cases", "bench", "gpu", "seed"):
+            self.assertIn(key, report)
+        self.assertEqual(report["verdict"], "pass")
+        self.assertGreaterEqual(len(report["cases"]), 10)
+        self.assertTrue(all(c["passed"] for c in report["cases"]))
+
+    def test_seed_reproduces_the_inputs(self):
+        outs = []
+        for _ in range(2):
+            code, out = self.grade("lesson1", "--seed", "1234", "--cases", "one_row")
+            self.assertEqual(code, 1, out)
+            outs.append([l for l in out.splitlines() if "expected" in l])
+        self.assertEqual(outs[0], outs[1])
+        code, out = self.grade("lesson1", "--seed", "1235", "--cases", "one_row")
+        self.assertNotEqual(outs[0], [l for l in out.splitlines() if "expected" in l])
+
+    def test_eps_outside_the_root_is_caught(self):
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        bad = text.replace("1.0f / std::sqrt(sum / static_cast<float>(cols) + eps)",
+                           "1.0f / (std::sqrt(sum / static_cast<float>(cols)) + eps)")
+        self.assertNotEqual(bad, text)
+        code, out = self.grade("lesson1", "--source", self.write("eps.cpp", bad))
+        self.assertEqual(code, 1, out)
+        self.assertIn("FAIL  eps_inside_sqrt", out)
+
+    def test_half_precision_sum_is_caught(self):
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        # Round the running sum to 11 significant bits after every add, as an fp16 accumulator would.
+        bad = text.replace("for (int64_t c = 0; c < cols; ++c) sum += xr[c] * xr[c];",
+                           "for (int64_t c = 0; c < cols; ++c) { sum += xr[c] * xr[c]; int e; "
+                           "float m = std::frexp(sum, &e); sum = std::ldexp(std::round(m * 2048.0f) / 2048.0f, e); }")
+        self.assertNotEqual(bad, text)
+        code, out = self.grade("lesson1", "--source", self.write("half.cpp", bad), "--cases", "prime_cols")
+        self.assertEqual(code, 1, out)
+
+    def test_compile_error_shows_the_compiler_and_exits_3(self):
+        path = self.write("broken.cpp", "namespace workbook::lesson1 { void rmsnorm( }\n")
+        code, out = self.grade("lesson1", "--source", path, "--json", os.path.join(self.tmp, "b.json"))
+        self.assertEqual(code, 3, out)
+        self.assertIn("did not compile", out)
+        self.assertIn("broken.cpp", out)
+        self.assertIn("error", out)
+        with open(os.path.join(self.tmp, "b.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["verdict"], "fail-build")
+
+    def test_watch_grades_once_then_stops_when_asked(self):
+        code, out = self.grade("lesson1", "--watch", "--watch-rounds", "1", "--cases", "one_row")
+        self.assertEqual(code, 1, out)
+        self.assertIn("grading lesson1", out)
+
+
+@unittest.skipIf(has_gpu(), "this machine has a GPU; the no-GPU message is tested where there is none")
+class NoGpuTests(GradeTestCase):
+    def test_gpu_lesson_builds_then_says_it_needs_a_gpu(self):
+        code, out = self.grade("lesson3", "--json", os.path.join(self.tmp, "r.json"))
+        self.assertEqual(code, 4, out)
+        self.assertIn("need a CUDA device", out)
+        with open(os.path.join(self.tmp, "r.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["verdict"], "no-gpu")
+
+
+class ResetTests(GradeTestCase):
+    """--reset in a scratch copy of the workbook, so the real exercise is never touched."""
+
+    def test_reset_restores_the_stub_and_backs_up_the_learners_file(self):
+        copy = os.path.join(self.tmp, "wb")
+        for part in ("grade", "grader/cli", "lessons", "exercises", "solutions"):
+            src, dst = os.path.join(ROOT, part), os.path.join(copy, part)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy(src, dst)
+        git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+        subprocess.run([*git, "init", "-q"], cwd=copy, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=copy, check=True)
+        subprocess.run([*git, "commit", "-qm", "stubs"], cwd=copy, check=True)
+        exercise = os.path.join(copy, "exercises", "01-cpu-reference", "rmsnorm_cpu.cpp")
+        with open(exercise, "a", encoding="utf-8") as f:
+            f.write("// my work\n")
+        self.env["WORKBOOK_STATE_DIR"] = os.path.join(copy, ".workbook")
+        code, out = self.grade("lesson1", "--reset", grade=os.path.join(copy, "grade"), cwd=copy)
+        self.assertEqual(code, 0, out)
+        with open(exercise, encoding="utf-8") as f:
+            self.assertNotIn("// my work", f.read())
+        backups = os.listdir(os.path.join(copy, ".workbook", "backups", "01-cpu-reference"))
+        self.assertEqual(len(backups), 1)
+        with open(os.path.join(copy, ".workbook", "backups", "01-cpu-reference", backups[0]), encoding="utf-8") as f:
+            self.assertIn("// my work", f.read())
+        code, out = self.grade("lesson1", "--reset", grade=os.path.join(copy, "grade"), cwd=copy)
+        self.assertIn("already the shipped stub", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
