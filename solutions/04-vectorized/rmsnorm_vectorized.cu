@@ -9,13 +9,13 @@
  *  - a launch shape that follows cols: a few lanes per row and many rows per block for
  *    short rows, one warp per row in the middle, one block per row for long rows;
  *  - the row held in registers between the sum of squares and the scaling, so x is read
- *    from memory exactly once, and the weight kept in registers across the rows a
- *    thread visits;
- *  - fp32 accumulation whatever T is, and 64-bit element offsets.
+ *    from memory exactly once;
+ *  - fp32 accumulation whatever T is, pairwise 16-bit conversions, and 64-bit offsets.
  *
- * What it leaves out: rows longer than a block can keep on chip are streamed twice (the
- * second read mostly hits L2); lesson 8 keeps such rows on chip with a thread-block
- * cluster. Programmatic dependent launch is lesson 7.
+ * What it leaves out: rows longer than a block can hold in registers (only fp32 rows of
+ * more than 32768 cols, or 16-bit rows at a narrow width) are read twice, the second time
+ * mostly from L2; lesson 8 keeps such rows on chip with a thread-block cluster.
+ * Programmatic dependent launch is lesson 7.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -29,15 +29,28 @@ namespace {
 
 constexpr int kWarpSize = 32;
 constexpr int kMaxCols = 65536;
-/// Threads a Hopper SM keeps resident; sizes the persistent grid.
-constexpr int kThreadsPerSm = 2048;
+/// Largest grid.x a launch accepts; kernels walk the rows, so any rows count fits.
+constexpr int64_t kMaxGrid = 2147483647;
+
+/// Everything a kernel needs about one call, passed by value.
+template <typename T>
+struct Args {
+    const T* x;
+    int64_t x_row_stride;
+    const T* weight;
+    T* y;
+    int64_t y_row_stride;
+    int64_t rows;
+    int cols;
+    float eps;
+};
 
 /// fp32 view of an element: all arithmetic is done in fp32.
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-/// Round-to-nearest back to the storage type.
+/// Round-to-nearest-even back to the storage type.
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>
@@ -78,7 +91,7 @@ __device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
     }
 }
 
-/// Round VEC fp32 values to T (round to nearest even), two at a time for 16-bit types.
+/// Round VEC fp32 values to T, two at a time for 16-bit types (one instruction per pair).
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> pack(const float (&f)[VEC]) {
     Pack<T, VEC> p;
@@ -99,7 +112,7 @@ __device__ __forceinline__ Pack<T, VEC> pack(const float (&f)[VEC]) {
 
 /// Tells the compiler the packed row may have changed, so it converts the row to fp32
 /// again for the output instead of keeping the fp32 copies from the sum alive: for a
-/// 16-bit row that is twice the registers, and a long row would spill. Emits no code.
+/// 16-bit row that is twice the registers, and the longest rows would spill. No code.
 template <typename T, int VEC>
 __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
     if constexpr (sizeof(p) % 4 == 0) {
@@ -111,7 +124,7 @@ __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
     }
 }
 
-/// [group-sum]
+/// [row-sum]
 /// Sum over the G consecutive lanes that share a row (G a power of two, at most 32).
 /// xor offsets below G never leave the group, so several rows reduce in one warp at once.
 template <int G>
@@ -134,15 +147,18 @@ __device__ __forceinline__ float block_sum(float v, float (*partials)[BLOCK / kW
     if (lane == 0) partials[bank][warp] = v;
     __syncthreads();
     // Every warp finishes the sum itself: no second barrier, no broadcast slot.
-    float total = lane < kWarps ? partials[bank][lane] : 0.0f;
+    const float total = lane < kWarps ? partials[bank][lane] : 0.0f;
     return group_sum<kWarpSize>(total);
 }
-/// [group-sum]
+/// [row-sum]
+
+/// Slots for block_sum; a sub-warp group needs none (one dummy slot keeps the type valid).
+template <int G>
+using Partials = float[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
 
 /// Sum over the G threads of a row group: shuffles inside a warp, shared memory across warps.
 template <int G>
-__device__ __forceinline__ float row_sum(float v, float (*partials)[(G > kWarpSize ? G : kWarpSize) / kWarpSize],
-                                         int bank) {
+__device__ __forceinline__ float row_sum(float v, Partials<G>& partials, int bank) {
     if constexpr (G <= kWarpSize) {
         return group_sum<G>(v);
     } else {
@@ -157,35 +173,33 @@ __device__ __forceinline__ float row_sum(float v, float (*partials)[(G > kWarpSi
  * G > 32: BLOCK == G, one row per block, reduced through shared memory.
  */
 template <typename T, int VEC, int G, int ITERS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    rmsnorm_rows_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
-                        T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, float eps) {
+__global__ void __launch_bounds__(BLOCK) rmsnorm_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
-    __shared__ float partials[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
+    __shared__ Partials<G> partials;
 
-    const int nvec = cols / VEC;
+    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
-    const float inv_cols = 1.0f / static_cast<float>(cols);
-    const P* w = reinterpret_cast<const P*>(weight);
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
 
     int bank = 0;
     // Every thread of the block runs the same number of iterations (the test is on the
     // block's first row), so the shuffles and barriers below are never divergent.
-    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < rows;
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < a.rows;
          first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
         const int64_t row = first + group;
-        const bool active = row < rows;
+        const bool active = row < a.rows;
         // 64-bit offsets: rows × stride passes 2^31 elements on large tensors.
         const int64_t r = active ? row : 0;
-        const P* xr = reinterpret_cast<const P*>(x + r * x_row_stride);
-        P* yr = reinterpret_cast<P*>(y + r * y_row_stride);
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
+        P* __restrict__ yr = reinterpret_cast<P*>(a.y + r * a.y_row_stride);
 
         /// [vector-load]
-        // All loads first: ITERS independent 16-byte loads in flight per thread hide the
-        // memory latency; the row then stays in registers for the second pass.
+        // All loads first: ITERS independent loads of up to 16 bytes in flight per thread
+        // hide the memory latency; the row then stays in registers for the second pass.
         P xv[ITERS];
 #pragma unroll
         for (int i = 0; i < ITERS; ++i) {
@@ -209,15 +223,15 @@ __global__ void __launch_bounds__(BLOCK)
         sum = row_sum<G>(sum, partials, bank);
         bank ^= 1;
         // Once per row: the IEEE divide and square root cost nothing measurable here.
-        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + eps);
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
 
         if (active) {
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
                 if (idx < nvec) {
-                    // The weight is read after the reduction: it is shared by every row,
-                    // so it comes from L1/L2, and holding it earlier would cost registers.
+                    // The weight is read only now: every row shares it, so it comes from
+                    // L1/L2, and holding it through the reduction would cost registers.
                     float f[VEC], g[VEC];
                     unpack(xv[i], f);
                     unpack(w[idx], g);
@@ -231,21 +245,19 @@ __global__ void __launch_bounds__(BLOCK)
 }
 
 /// Rows too long for registers: one block per row, the sum streamed in a first pass and
-/// the row read again (mostly from L2) in the second.
+/// the row read again (mostly from L2, where the first pass just left it) in the second.
 template <typename T, int VEC, int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    rmsnorm_stream_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
-                          T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, float eps) {
+__global__ void __launch_bounds__(BLOCK) rmsnorm_stream_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     constexpr int kUnroll = 4;
-    __shared__ float partials[2][BLOCK / kWarpSize];
-    const int nvec = cols / VEC;
-    const float inv_cols = 1.0f / static_cast<float>(cols);
-    const P* w = reinterpret_cast<const P*>(weight);
+    __shared__ Partials<BLOCK> partials;
+    const int nvec = a.cols / VEC;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
     int bank = 0;
-    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        const P* xr = reinterpret_cast<const P*>(x + row * x_row_stride);
-        P* yr = reinterpret_cast<P*>(y + row * y_row_stride);
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + row * a.x_row_stride);
+        P* __restrict__ yr = reinterpret_cast<P*>(a.y + row * a.y_row_stride);
         float sum = 0.0f;
         for (int base = threadIdx.x; base < nvec; base += kUnroll * BLOCK) {
             P xv[kUnroll];
@@ -264,7 +276,7 @@ __global__ void __launch_bounds__(BLOCK)
         }
         sum = block_sum<BLOCK>(sum, partials, bank);
         bank ^= 1;
-        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + eps);
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
 #pragma unroll 4
         for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
             float f[VEC], g[VEC];
@@ -277,50 +289,44 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/// Blocks for a grid that walks the rows: enough to fill every SM, never more than the work.
-inline int grid_for(int64_t row_groups, int block, int sms) {
-    const int64_t resident = static_cast<int64_t>(sms) * (kThreadsPerSm / block > 0 ? kThreadsPerSm / block : 1);
-    return static_cast<int>(row_groups < resident ? row_groups : resident);
-}
+/// One block per row group. The hardware hands out blocks as others finish, which
+/// balances the tail better than a grid sized to the SM count.
+inline int grid_for(int64_t row_groups) { return static_cast<int>(row_groups < kMaxGrid ? row_groups : kMaxGrid); }
 
 template <typename T, int VEC, int G, int ITERS>
-cudaError_t launch_rows(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
-                        int sms, cudaStream_t stream) {
+cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
-    const int64_t groups = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
     rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock>
-        <<<grid_for(groups, kBlock, sms), kBlock, 0, stream>>>(x, xs, w, y, ys, rows, cols, eps);
-    return cudaGetLastError();
-}
-
-template <typename T, int VEC, int BLOCK>
-cudaError_t launch_stream(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
-                          int sms, cudaStream_t stream) {
-    rmsnorm_stream_kernel<T, VEC, BLOCK><<<grid_for(rows, BLOCK, sms), BLOCK, 0, stream>>>(x, xs, w, y, ys, rows, cols, eps);
+        <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
 
 /// [launch-shape]
 /// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors.
-/// Each thread keeps 4 to 8 vectors in flight; short rows share a warp (no block barrier,
-/// no idle lanes), long rows take a whole block so the row still fits in registers.
+/// Each thread keeps 4 to 8 loads in flight; short rows share a warp (no block barrier,
+/// few idle lanes, 8 to 128 rows per 256-thread block), long rows take a whole block so
+/// the row still fits in registers.
 template <typename T, int VEC>
-cudaError_t launch_width(const T* x, int64_t xs, const T* w, T* y, int64_t ys, int64_t rows, int cols, float eps,
-                         int sms, cudaStream_t stream) {
-    const int nvec = cols / VEC;
-    if (nvec <= 8) return launch_rows<T, VEC, 2, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 16) return launch_rows<T, VEC, 4, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 32) return launch_rows<T, VEC, 8, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 64) return launch_rows<T, VEC, 16, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 128) return launch_rows<T, VEC, 32, 4>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 256) return launch_rows<T, VEC, 32, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 512) return launch_rows<T, VEC, 64, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
-    if constexpr (kMaxCols / VEC > 8192) return launch_stream<T, VEC, 512>(x, xs, w, y, ys, rows, cols, eps, sms, stream);
+cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
+    const int nvec = a.cols / VEC;
+    if (nvec <= 8) return launch_rows<T, VEC, 2, 4>(a, stream);
+    if (nvec <= 16) return launch_rows<T, VEC, 4, 4>(a, stream);
+    if (nvec <= 32) return launch_rows<T, VEC, 8, 4>(a, stream);
+    if (nvec <= 64) return launch_rows<T, VEC, 16, 4>(a, stream);
+    if (nvec <= 128) return launch_rows<T, VEC, 32, 4>(a, stream);
+    if (nvec <= 256) return launch_rows<T, VEC, 32, 8>(a, stream);
+    if (nvec <= 512) return launch_rows<T, VEC, 64, 8>(a, stream);
+    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8>(a, stream);
+    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8>(a, stream);
+    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8>(a, stream);
+    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8>(a, stream);
+    // Only widths below 16 bytes get here (cols / VEC > 8192).
+    if constexpr (kMaxCols / VEC > 8192) {
+        constexpr int kBlock = 1024;
+        rmsnorm_stream_kernel<T, VEC, kBlock><<<grid_for(a.rows), kBlock, 0, stream>>>(a);
+        return cudaGetLastError();
+    }
     return cudaErrorInvalidValue;  // unreachable: cols ≤ kMaxCols
 }
 /// [launch-shape]
@@ -351,10 +357,12 @@ inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintp
  *
  * Performance: the kernel moves each byte of x and y once, so its speed is the memory
  * system's. With 16-byte accesses (8 fp16/bf16 or 4 fp32 elements) a warp moves 512 bytes
- * per load instruction, and every thread keeps 4 to 8 of them in flight; fp16 and bf16 rows
- * of 512 cols and more run at about 90% of the device-to-device copy bandwidth. A
+ * per load instruction and every thread keeps 4 to 8 loads in flight. On an H100, fp16
+ * and bf16 tensors of 256 MiB and more run at 91–96% of a large device-to-device copy;
+ * smaller ones pay the fixed cost of a launch like a copy of the same size does. A
  * misaligned pointer or stride, or cols not a multiple of the width, drops to the widest
- * legal width; at width 1 the same bytes need 8 times the load instructions.
+ * legal width; at width 1 (odd cols) the same bytes take 8 times the instructions and the
+ * kernel runs at about 80% of the copy.
  */
 template <typename T>
 cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int64_t y_row_stride, int64_t rows,
@@ -362,39 +370,27 @@ cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int
     if (rows < 0 || cols < 1 || cols > kMaxCols) return cudaErrorInvalidValue;
     if (rows == 0) return cudaSuccess;
 
-    int device = 0;
-    int sms = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err != cudaSuccess) return err;
-
     /// [vector-width]
     // Widest width w (elements) such that every access of w elements is aligned to
     // w·sizeof(T): w divides cols, every row stride (when there is a second row) and
     // the address of x, weight and y. Halving from 16 bytes gives gcd(16/sizeof(T), cols)
     // limited by the alignment actually present.
-    int vec = 16 / static_cast<int>(sizeof(T));
     auto fits = [&](int w) {
         const int bytes = w * static_cast<int>(sizeof(T));
         return cols % w == 0 && aligned_to(x, bytes) && aligned_to(weight, bytes) && aligned_to(y, bytes) &&
                (rows == 1 || (x_row_stride % w == 0 && y_row_stride % w == 0));
     };
+    int vec = 16 / static_cast<int>(sizeof(T));
     while (vec > 1 && !fits(vec)) vec /= 2;
     /// [vector-width]
 
-    const int n = static_cast<int>(cols);
-    switch (vec) {
-        case 8:
-            if constexpr (sizeof(T) <= 2) return launch_width<T, 8>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
-            break;
-        case 4:
-            return launch_width<T, 4>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
-        case 2:
-            return launch_width<T, 2>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
-        default:
-            break;
+    const Args<T> a{x, x_row_stride, weight, y, y_row_stride, rows, static_cast<int>(cols), eps};
+    if constexpr (sizeof(T) == 2) {
+        if (vec == 8) return launch_width<T, 8>(a, stream);
     }
-    return launch_width<T, 1>(x, x_row_stride, weight, y, y_row_stride, rows, n, eps, sms, stream);
+    if (vec == 4) return launch_width<T, 4>(a, stream);
+    if (vec == 2) return launch_width<T, 2>(a, stream);
+    return launch_width<T, 1>(a, stream);
 }
 
 }  // namespace workbook::lesson4
