@@ -24,6 +24,7 @@ struct TensorRole {
     int alias_of = -1;             ///< index of the input this output overwrites in place
     OutputKind kind = OutputKind::normalised;
     int extra_ulps = 0;
+    bool check_unchanged = true;  ///< inputs only: false where the call's own producer rewrites it
 };
 
 /// A fully described call: the oracle's problem, the tensors, and how to call the submission.

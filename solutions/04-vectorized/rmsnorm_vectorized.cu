@@ -32,6 +32,10 @@ constexpr int kMaxCols = 65536;
 /// Largest grid.x a launch accepts; kernels walk the rows, so any rows count fits.
 constexpr int64_t kMaxGrid = 2147483647;
 
+/// Minimum resident blocks for __launch_bounds__. 0 leaves the choice to the compiler;
+/// for 1024-thread blocks it would squeeze registers to fit two blocks per SM and spill.
+constexpr int min_blocks(int block) { return block >= 1024 ? 1 : 0; }
+
 /// Everything a kernel needs about one call, passed by value.
 template <typename T>
 struct Args {
@@ -173,7 +177,7 @@ __device__ __forceinline__ float row_sum(float v, Partials<G>& partials, int ban
  * G > 32: BLOCK == G, one row per block, reduced through shared memory.
  */
 template <typename T, int VEC, int G, int ITERS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) rmsnorm_rows_kernel(Args<T> a) {
+__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) rmsnorm_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
@@ -247,7 +251,7 @@ __global__ void __launch_bounds__(BLOCK) rmsnorm_rows_kernel(Args<T> a) {
 /// Rows too long for registers: one block per row, the sum streamed in a first pass and
 /// the row read again (mostly from L2, where the first pass just left it) in the second.
 template <typename T, int VEC, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) rmsnorm_stream_kernel(Args<T> a) {
+__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) rmsnorm_stream_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     constexpr int kUnroll = 4;
     __shared__ Partials<BLOCK> partials;

@@ -49,6 +49,10 @@ constexpr int kMaxClusterBlocks = 8;
 /// Largest block of the cluster kernel, and the vectors each thread keeps in flight.
 constexpr int kClusterMaxThreads = 1024;
 constexpr int kVecsPerThread = 8;
+/// Loads (and stores) each thread of the cluster kernel has in flight at once.
+constexpr int kClusterUnroll = 4;
+/// Cluster-kernel blocks meant to share an SM (the register budget follows from it).
+constexpr int kClusterMinBlocks = 1;
 
 /// fp32 view of an element: all arithmetic is done in fp32.
 __device__ __forceinline__ float to_float(float v) { return v; }
@@ -193,14 +197,14 @@ __global__ void __launch_bounds__(BLOCK)
  * barriers always match.
  */
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kClusterMaxThreads)
+__global__ void __launch_bounds__(kClusterMaxThreads, kClusterMinBlocks)
     rmsnorm_cluster_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
                            T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, int slice_vecs,
                            float eps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     using P = Pack<T, VEC>;
-    constexpr int kUnroll = 4;
+    constexpr int kUnroll = kClusterUnroll;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     P* slice = reinterpret_cast<P*>(smem_raw);
     __shared__ float warp_sums[kClusterMaxThreads / kWarpSize];
@@ -270,15 +274,20 @@ __global__ void __launch_bounds__(kClusterMaxThreads)
         /// [dsmem-exchange]
 
         const float inv_rms = rsqrtf(total * inv_cols + eps);
-        // The only write of y, from shared memory; the weight slice comes from L2.
+        // The only write of y, from shared memory; the weight slice comes from L2. Whole
+        // packs are copied out of shared memory first: one 16-byte access each, not VEC.
         for (int base = threadIdx.x; base < count; base += kUnroll * step) {
+            P xv[kUnroll];
             P wv[kUnroll];
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u)
-                if (base + u * step < count) wv[u] = w[base + u * step];
+                if (base + u * step < count) {
+                    wv[u] = w[base + u * step];
+                    xv[u] = slice[base + u * step];
+                }
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u)
-                if (base + u * step < count) yr[base + u * step] = scale(slice[base + u * step], wv[u], inv_rms);
+                if (base + u * step < count) yr[base + u * step] = scale(xv[u], wv[u], inv_rms);
         }
         cluster.barrier_wait();
     }
