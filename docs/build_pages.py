@@ -41,6 +41,8 @@ H2 = re.compile(r"^##\s+(.+?)\s*$")
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)\s*$")
 LINK = re.compile(r"(!?)\[([^\]]+)\]\(([^)\s]+)\)")
 INLINE_MATH = re.compile(r"\$`([^`]+)`\$")
+# Doxygen 1.9.4 leaves **...** unrendered when the bold text starts with a code span.
+BOLD_CODE_FIRST = re.compile(r"\*\*(`[^`]+`[^*]*?)\*\*")
 MARKER = re.compile(r"^\s*///\s*\[([^\]\n]+)\]\s*$")
 RESULT_KEYS = ("gpu", "driver", "cuda", "date", "commit", "copy_gbps", "rows")
 ROW_KEYS = ("lesson", "shape", "dtype", "reference_gbps", "copy_fraction")
@@ -151,6 +153,7 @@ def convert_markdown(lines, ctx):
             out.append(line)
             continue
         line, count = INLINE_MATH.subn(lambda m: f"\\f${m.group(1)}\\f$", line)
+        line = BOLD_CODE_FIRST.sub(lambda m: f"<b>{m.group(1)}</b>", line)
         ctx["formulas"] += count
         out.append(LINK.sub(lambda m: rewrite_link(m, ctx), line))
     return out
@@ -321,8 +324,9 @@ def results_table(results, lesson=None):
         blocks.append("\n".join(table))
     if not blocks:
         where = f"lesson {lesson}" if lesson is not None else "any lesson"
-        return (f"**Not measured yet.** No file in `docs/results/` has rows for {where}; "
-                "`scripts/gpu-check` runs `make bench` on a GPU and commits them there.")
+        return (f"**Not measured yet.** No file in `docs/results/` has rows for {where} so far. "
+                "`scripts/gpu-check` measures the reference solutions on a GPU (`make bench`); "
+                "the table appears here once its results are committed.")
     return "\n\n".join(blocks)
 
 
@@ -391,9 +395,9 @@ def hints_page(n, title, path, ctx):
     hint_heads = [l for l in lines if H2.match(l) and not l.startswith("###")]
     if not hint_heads:
         raise BookError(f"{path}: hints are '## Hint 1', '## Hint 2', ... sections")
-    out = [f"# Hints for lesson {n} — {title} {{#lesson{n}_hints}}", "",
+    out = [f"# Hints for lesson {n} {{#lesson{n}_hints}}", "",
            f'<div class="lesson-nav">\\ref lesson{n} "← Back to lesson {n}" &nbsp;·&nbsp; \\ref index "Contents"</div>', "",
-           f"Each hint gives away a little more than the one before it. In a terminal, "
+           f"Hints for *{title}*. Each gives away a little more than the one before it. In a terminal, "
            f"`./grade lesson{n} --hint` shows them one at a time.", ""]
     out += convert_markdown(lines, ctx)
     return "\n".join(out) + "\n"

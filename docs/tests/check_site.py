@@ -96,6 +96,7 @@ class Checker:
         text = page.text(prose)
         for bad in ("\\snippet", "\\dotfile", "\\ref ", "\\subpage", "\\f$", "\\f[", "\\f]", "@ref "):
             self.check(bad not in text, f"{page.name}: the page shows {bad!r} (a Doxygen command left unprocessed)")
+        self.check("**" not in text, f"{page.name}: '**' shown as text (bold markup Doxygen did not render)")
         m = re.search(r"(?i)\b(example|snippet|file|fragment|image|dot ?file|block)\b[^.<]{0,80}\b(not found|"
                       r"found it 0 times)", text)
         self.check(m is None, f"{page.name}: the page says {m.group(0)!r}" if m else "")

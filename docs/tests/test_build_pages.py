@@ -65,7 +65,7 @@ class MiniWorkbook:
     def __init__(self):
         self.root = tempfile.mkdtemp(prefix="workbook-docs-")
         self.out = os.path.join(self.root, "build", "docs")
-        idea = ("```math\ny = x^2\n```\n\nInline $`z`$ too. Next: [lesson 2](../02-demo/README.md), "
+        idea = ("**`eps` first.** Bold.\n\n```math\ny = x^2\n```\n\nInline $`z`$ too. Next: [lesson 2](../02-demo/README.md), "
                 "[hints](hints.md), [code](../../solutions/01-demo/demo.cpp), [web](https://example.com).")
         self.write("lessons/01-demo/README.md", readme(1, "Demo one", idea))
         self.write("lessons/01-demo/hints.md", "# Lesson 1 — hints\n\n## Hint 1\n\nLook.\n\n## Hint 2\n\nLook harder.\n")
@@ -132,6 +132,7 @@ class GeneratorTest(unittest.TestCase):
         self.assertIn('\\dotfile one.dot "One"', page)
         self.assertIn("\\f[\ny = x^2\n\\f]", page)
         self.assertIn("\\f$z\\f$", page)
+        self.assertIn("<b>`eps` first.</b> Bold.", page)
         # links: lesson README -> page ref, hints -> hints page, source file -> path, web untouched
         self.assertIn('\\ref lesson2 "lesson 2"', page)
         self.assertIn('\\ref lesson1_hints "hints"', page)
