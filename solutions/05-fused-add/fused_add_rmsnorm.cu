@@ -265,10 +265,10 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_rows_kerne
 /// and writes both outputs. Because nothing is written before the second pass, and each
 /// element is read and written by the same thread, in-place calls stay correct, and the
 /// fp32 sum is recomputed exactly rather than read back rounded from residual_out.
-template <typename T, int VEC, int BLOCK>
+template <typename T, int VEC, int BLOCK, int UNROLL>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_stream_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
-    constexpr int kUnroll = 4;
+    constexpr int kUnroll = UNROLL;
     __shared__ Partials<BLOCK> partials;
     const int nvec = a.cols / VEC;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
@@ -354,7 +354,7 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     if (nvec <= 512 * K) return launch_rows<T, VEC, 512, K>(a, stream);
     if (nvec <= 1024 * K) return launch_rows<T, VEC, 1024, K>(a, stream);
     constexpr int kBlock = 1024;
-    fused_add_stream_kernel<T, VEC, kBlock><<<grid_for(a.rows), kBlock, 0, stream>>>(a);
+    fused_add_stream_kernel<T, VEC, kBlock, 2><<<grid_for(a.rows), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
 /// [launch-shape]

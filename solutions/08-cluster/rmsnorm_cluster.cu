@@ -46,11 +46,11 @@ constexpr int kRegisterRowVecs = 4096;
 constexpr int64_t kSliceTargetBytes = 64 * 1024;
 /// Largest portable cluster (8 blocks); 16 would need cudaFuncAttributeNonPortableClusterSizeAllowed.
 constexpr int kMaxClusterBlocks = 8;
-/// Largest block of the cluster kernel, and the vectors each thread keeps in flight.
-constexpr int kClusterMaxThreads = 1024;
-constexpr int kVecsPerThread = 8;
-/// Loads (and stores) each thread of the cluster kernel has in flight at once.
-constexpr int kClusterUnroll = 4;
+/// Threads of a cluster-kernel block: a 64 KB slice of 16-byte vectors is 8 per thread.
+constexpr int kClusterBlock = 512;
+/// Accesses each thread of the cluster kernel has in flight at once, reading x and writing y.
+constexpr int kLoadUnroll = 4;
+constexpr int kStoreUnroll = 4;
 /// Cluster-kernel blocks meant to share an SM (the register budget follows from it).
 constexpr int kClusterMinBlocks = 1;
 
@@ -196,18 +196,17 @@ __global__ void __launch_bounds__(BLOCK)
  * the rows; every block of a cluster then runs the same iterations, so the cluster
  * barriers always match.
  */
-template <typename T, int VEC>
-__global__ void __launch_bounds__(kClusterMaxThreads, kClusterMinBlocks)
+template <typename T, int VEC, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, kClusterMinBlocks)
     rmsnorm_cluster_kernel(const T* __restrict__ x, int64_t x_row_stride, const T* __restrict__ weight,
                            T* __restrict__ y, int64_t y_row_stride, int64_t rows, int cols, int slice_vecs,
                            float eps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     using P = Pack<T, VEC>;
-    constexpr int kUnroll = kClusterUnroll;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     P* slice = reinterpret_cast<P*>(smem_raw);
-    __shared__ float warp_sums[kClusterMaxThreads / kWarpSize];
+    __shared__ float warp_sums[BLOCK / kWarpSize];
     __shared__ float block_partial;
 
     cg::cluster_group cluster = cg::this_cluster();
@@ -220,8 +219,10 @@ __global__ void __launch_bounds__(kClusterMaxThreads, kClusterMinBlocks)
     const int count = nvec - begin < slice_vecs ? (nvec - begin > 0 ? nvec - begin : 0) : slice_vecs;
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
-    const int warps = blockDim.x / kWarpSize;
-    const int step = blockDim.x;
+    constexpr int warps = BLOCK / kWarpSize;
+    // A compile-time stride turns the unrolled accesses into one base register plus
+    // immediate offsets, instead of one live address register per access.
+    constexpr int step = BLOCK;
     const float inv_cols = 1.0f / static_cast<float>(cols);
     const P* w = reinterpret_cast<const P*>(weight) + begin;
     const int64_t clusters = gridDim.x / blocks;
@@ -232,16 +233,16 @@ __global__ void __launch_bounds__(kClusterMaxThreads, kClusterMinBlocks)
         P* yr = reinterpret_cast<P*>(y + row * y_row_stride) + begin;
 
         /// [slice-load]
-        // The only read of x: kUnroll independent loads per thread in flight, each vector
+        // The only read of x: kLoadUnroll independent loads per thread in flight, each vector
         // parked in this block's shared memory and squared on the way.
         float sum = 0.0f;
-        for (int base = threadIdx.x; base < count; base += kUnroll * step) {
-            P v[kUnroll];
+        for (int base = threadIdx.x; base < count; base += kLoadUnroll * step) {
+            P v[kLoadUnroll];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
+            for (int u = 0; u < kLoadUnroll; ++u)
                 if (base + u * step < count) v[u] = xr[base + u * step];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
+            for (int u = 0; u < kLoadUnroll; ++u)
                 if (base + u * step < count) {
                     slice[base + u * step] = v[u];
                     sum = sum_squares(v[u], sum);
@@ -276,17 +277,17 @@ __global__ void __launch_bounds__(kClusterMaxThreads, kClusterMinBlocks)
         const float inv_rms = rsqrtf(total * inv_cols + eps);
         // The only write of y, from shared memory; the weight slice comes from L2. Whole
         // packs are copied out of shared memory first: one 16-byte access each, not VEC.
-        for (int base = threadIdx.x; base < count; base += kUnroll * step) {
-            P xv[kUnroll];
-            P wv[kUnroll];
+        for (int base = threadIdx.x; base < count; base += kStoreUnroll * step) {
+            P xv[kStoreUnroll];
+            P wv[kStoreUnroll];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
+            for (int u = 0; u < kStoreUnroll; ++u)
                 if (base + u * step < count) {
                     wv[u] = w[base + u * step];
                     xv[u] = slice[base + u * step];
                 }
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u)
+            for (int u = 0; u < kStoreUnroll; ++u)
                 if (base + u * step < count) yr[base + u * step] = scale(xv[u], wv[u], inv_rms);
         }
         cluster.barrier_wait();
@@ -328,14 +329,10 @@ cudaError_t launch_cluster(const T* x, int64_t xs, const T* w, T* y, int64_t ys,
     int cluster = 1;
     while (cluster < kMaxClusterBlocks && row_bytes > cluster * kSliceTargetBytes) cluster *= 2;
     const int slice_vecs = (nvec + cluster - 1) / cluster;
-    // 8 vectors a thread (4 in flight at a time), rounded up to whole warps.
-    int threads = (slice_vecs + kVecsPerThread - 1) / kVecsPerThread;
-    threads = (threads + kWarpSize - 1) / kWarpSize * kWarpSize;
-    if (threads > kClusterMaxThreads) threads = kClusterMaxThreads;
     /// [cluster-size]
 
     const size_t smem = static_cast<size_t>(slice_vecs) * sizeof(P);
-    auto kernel = rmsnorm_cluster_kernel<T, VEC>;
+    auto kernel = rmsnorm_cluster_kernel<T, VEC, kClusterBlock>;
     if (smem > 48 * 1024) {
         // Above 48 KB of dynamic shared memory a kernel has to opt in.
         const cudaError_t err =
@@ -357,7 +354,7 @@ cudaError_t launch_cluster(const T* x, int64_t xs, const T* w, T* y, int64_t ys,
 
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
-    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.blockDim = dim3(kClusterBlock);
     config.dynamicSmemBytes = smem;
     config.stream = stream;
     config.attrs = attribute;
