@@ -125,6 +125,8 @@ def grade_once(lesson, args):
                         ("--samples", args.samples)):
         if value is not None:
             cmd += [flag, str(value)]
+    if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
+        cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
     if args.no_bench:
         cmd.append("--no-bench")
     if args.full_bench:
