@@ -5,7 +5,8 @@
 /// releases its dependents at once and writes x only after a long pause. A kernel launched with
 /// the PDL attribute that reads x before its grid-dependency wait reads the stale x and fails.
 /// Timing: a decode-size chain (producer -> rmsnorm -> consumer, many layers, one CUDA graph)
-/// with and without PDL; the submission's chain must be measurably faster with it.
+/// with use_pdl on and off for the norm (producer and consumer use PDL in both); the
+/// submission's chain must be measurably faster with it on.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -145,7 +146,9 @@ constexpr int kLayers = 32;
 /// One chain of kLayers layers in a CUDA graph, with its buffers.
 class Chain {
 public:
-    Chain(const PdlCall& fn, DType t, int64_t rows, int64_t cols, bool pdl) : n_(rows * cols) {
+    /// `norm_pdl` is the norm's use_pdl; the producer and consumer always use PDL, so a chain
+    /// with and without `norm_pdl` differ only in what the submission does with the flag.
+    Chain(const PdlCall& fn, DType t, int64_t rows, int64_t cols, bool norm_pdl) : n_(rows * cols) {
         const size_t bytes = n_ * dtype_size(t);
         for (void** p : {&x_, &y_, &z_}) WB_CUDA_CHECK(cudaMalloc(p, bytes));
         WB_CUDA_CHECK(cudaMalloc(&w_, cols * dtype_size(t)));
@@ -159,9 +162,9 @@ public:
         WB_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
         cudaError_t e = cudaSuccess;
         for (int layer = 0; layer < kLayers && e == cudaSuccess; ++layer) {
-            e = launch_element(t, true, blocks, pdl, s);
-            if (e == cudaSuccess) e = fn(x_, w_, y_, rows, cols, 1e-5f, pdl, s);
-            if (e == cudaSuccess) e = launch_element(t, false, blocks, pdl, s);
+            e = launch_element(t, true, blocks, true, s);
+            if (e == cudaSuccess) e = fn(x_, w_, y_, rows, cols, 1e-5f, norm_pdl, s);
+            if (e == cudaSuccess) e = launch_element(t, false, blocks, true, s);
         }
         cudaGraph_t graph = nullptr;
         const cudaError_t end = cudaStreamEndCapture(s, &graph);
