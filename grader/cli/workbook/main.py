@@ -54,6 +54,8 @@ def list_lessons():
         st = progress.status(lesson)
         if st.get("passed"):
             state = "passed"
+        elif st.get("last") == "no-gpu":
+            state = f"built, not graded: needs a GPU ({st.get('when', '')})"
         elif st.get("last"):
             state = f"{st['last']} ({st.get('when', '')})"
         elif not is_untouched(lesson):
