@@ -204,9 +204,14 @@ int grade(const Args& args) {
             report.verdict = code == kFailCorrectness ? "fail-correctness" : "fail-gate";
             report.reason = !report.gate_notes.empty() ? report.gate_notes.back() : "below the gate on some shape";
             for (const BenchResult& b : report.bench)
-                if (b.verdict == "slow" && report.gate_notes.empty())
-                    report.reason = b.shape + " " + b.dtype + " is slow: " + std::to_string(b.ratio).substr(0, 4) +
-                                    " of the reference";
+                if (b.verdict == "slow" && report.gate_notes.empty()) {
+                    char buf[256];
+                    std::snprintf(buf, sizeof buf, "below the gate: %s %s runs at %.2f of the reference's bandwidth; "
+                                  "the gate asks for %.2f", b.shape.c_str(), b.dtype.c_str(), b.ratio,
+                                  report.gate_fraction);
+                    report.reason = buf;
+                    break;
+                }
             std::printf("\ngate: FAIL (%s)\n", report.reason.c_str());
         }
         return finish(report, args, code);

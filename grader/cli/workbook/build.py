@@ -4,6 +4,8 @@ The exercise is built by CMake (`make lessonN`); a `--source` file is compiled h
 same compiler and flags, into a library cached by the file's content, so a compile error in
 one learner's file never touches the build of anything else.
 """
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -41,6 +43,18 @@ def _compiler_lines(output):
     return "\n".join(keep).strip()
 
 
+@contextlib.contextmanager
+def _build_lock():
+    """One build at a time per build tree: parallel ./grade runs (the leaderboard, gpu-check) share it."""
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    with open(os.path.join(BUILD_DIR, ".workbook-build.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def configure():
     """Configures build/ once; later builds reuse it."""
     if os.path.exists(os.path.join(BUILD_DIR, "CMakeCache.txt")):
@@ -54,9 +68,10 @@ def configure():
 
 def build_targets(*targets):
     """Builds CMake targets (only what is stale is rebuilt)."""
-    configure()
-    jobs = str(os.cpu_count() or 2)
-    code, out = _run(["cmake", "--build", BUILD_DIR, "-j", jobs, "--target", *targets])
+    with _build_lock():
+        configure()
+        jobs = str(os.cpu_count() or 2)
+        code, out = _run(["cmake", "--build", BUILD_DIR, "-j", jobs, "--target", *targets])
     if code != 0:
         raise BuildError("the build failed", _compiler_lines(out))
 
