@@ -6,9 +6,9 @@
  *  - a tensor seen as [tokens, heads, head_dim] through two strides: head (t, h) starts at
  *    t · token_stride + h · head_stride, so the q or k slice of a fused qkv projection is
  *    normalised where it lies, with no copy, and the v part is never touched;
- *  - one warp per head, or a few lanes per head when head_dim is small (a 128-element
- *    fp16 head is 16 vectors of 16 bytes: 4 lanes take 4 each), many heads per block, and
- *    a reduction that is all shuffles: no shared memory, no barrier;
+ *  - one warp per head, or part of a warp when head_dim is small (a 128-element fp16 head
+ *    is 16 vectors of 16 bytes: 16 lanes take one each), many heads per block, and a
+ *    reduction that is all shuffles: no shared memory, no barrier;
  *  - the (token, head) of a flat head index computed once per thread, in 32-bit
  *    arithmetic when the tensor allows it;
  *  - in place (y exactly x) for free: each element is read and written by the same thread.
@@ -129,7 +129,7 @@ __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
 
 /// [head-sum]
 /// Sum over the G consecutive lanes that share a head (G a power of two, at most 32).
-/// With G = 4, a warp reduces 8 heads at once in two shuffle rounds.
+/// With G = 16, a warp reduces 2 heads at once in four shuffle rounds.
 template <int G>
 __device__ __forceinline__ float group_sum(float v) {
 #pragma unroll
@@ -167,8 +167,9 @@ __device__ __forceinline__ float head_sum(float v, Partials<G>& partials, int ba
 
 /// [head-index]
 /// Element offsets of head `row` (= token · heads + head) in x and y. The division runs
-/// once per head and thread; in 32-bit arithmetic (about a third of the 64-bit cost)
-/// whenever the head count fits, which is every real tensor.
+/// once per head and thread, in 32-bit arithmetic whenever the head count fits (every
+/// real tensor): a 64-bit division is a long software routine on the GPU. The offsets
+/// themselves are 64-bit, since tokens · token_stride passes 2^31 on large tensors.
 template <typename T>
 __device__ __forceinline__ void head_offsets(const Args<T>& a, int64_t row, int64_t& x_off, int64_t& y_off) {
     int64_t token, head;
@@ -191,7 +192,7 @@ __device__ __forceinline__ void head_offsets(const Args<T>& a, int64_t row, int6
  * lane + G, ... of it. G ≤ 32: BLOCK/G heads per block, reduced with shuffles only.
  * G > 32 (heads longer than 128 vectors): one head per block.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a head group is a sub-warp or the block");
     using P = Pack<T, VEC>;
@@ -223,6 +224,15 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_rows_kernel(Args<
             const int idx = lane + i * G;
             if (active && idx < nvec) xv[i] = xr[idx];
         }
+        // EARLY_W: the weight is loaded with x, so its latency hides under the same wait.
+        P wv[EARLY_W ? ITERS : 1];
+        if constexpr (EARLY_W) {
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (active && idx < nvec) wv[i] = w[idx];
+            }
+        }
         float sum = 0.0f;
 #pragma unroll
         for (int i = 0; i < ITERS; ++i) {
@@ -248,7 +258,11 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_rows_kernel(Args<
                 if (idx < nvec) {
                     float f[VEC], g[VEC];
                     unpack(xv[i], f);
-                    unpack(w[idx], g);
+                    if constexpr (EARLY_W) {
+                        unpack(wv[i], g);
+                    } else {
+                        unpack(w[idx], g);
+                    }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
                     yr[idx] = pack<T, VEC>(f);
@@ -258,7 +272,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_rows_kernel(Args<
     }
 }
 
-/// Heads too long for registers (only with head_dim above 8192 vectors): one block per
+/// Heads too long for registers (only at narrow widths, head_dim above 16384): one block per
 /// head, the sum streamed first, the head read again (mostly from L2) for the output.
 /// Nothing is written before the second pass, so y == x is still safe.
 template <typename T, int VEC, int BLOCK>
@@ -314,30 +328,39 @@ template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
-    qk_rows_kernel<T, VEC, G, ITERS, kBlock>
+    // The weight joins x in flight when that costs at most 16 registers per thread
+    // (8 in 1024-thread blocks, which get only 64 registers per thread).
+    constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
+    qk_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
 
 /// [launch-shape]
-/// Lanes per head from head_dim in vectors, 4 vectors (64 bytes) per lane. At 16-byte
-/// width: head_dim 64 → 2 lanes, 128 → 4, 256 → 8, 1024 → a full warp; 256 threads per
-/// block hold 128, 64, 32 or 8 heads. Longer heads take a block each, as in lesson 4.
+/// Lanes per head from head_dim in vectors: one vector per lane up to a full warp. At
+/// 16-byte width: head_dim 64 → 8 lanes, 128 → 16, 256 → 32; a 256-thread block holds
+/// 32, 16 or 8 heads. Measured on the q slice of a qkv tensor, one vector per lane beats
+/// 4 lanes with 4 vectors each: more loads in flight per head, and the per-head work
+/// (index, reduction, scale) is spread over more threads.
 template <typename T, int VEC>
 cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     const int nvec = a.head_dim / VEC;
-    if (nvec <= 8) return launch_rows<T, VEC, 2, 4>(a, stream);
-    if (nvec <= 16) return launch_rows<T, VEC, 4, 4>(a, stream);
-    if (nvec <= 32) return launch_rows<T, VEC, 8, 4>(a, stream);
-    if (nvec <= 64) return launch_rows<T, VEC, 16, 4>(a, stream);
+    if (nvec <= 2) return launch_rows<T, VEC, 2, 1>(a, stream);
+    if (nvec <= 4) return launch_rows<T, VEC, 4, 1>(a, stream);
+    if (nvec <= 8) return launch_rows<T, VEC, 8, 1>(a, stream);
+    if (nvec <= 16) return launch_rows<T, VEC, 16, 1>(a, stream);
+    if (nvec <= 32) return launch_rows<T, VEC, 32, 1>(a, stream);
+    if (nvec <= 64) return launch_rows<T, VEC, 32, 2>(a, stream);
     if (nvec <= 128) return launch_rows<T, VEC, 32, 4>(a, stream);
-    if (nvec <= 256) return launch_rows<T, VEC, 32, 8>(a, stream);
-    if (nvec <= 512) return launch_rows<T, VEC, 64, 8>(a, stream);
-    if (nvec <= 1024) return launch_rows<T, VEC, 128, 8>(a, stream);
-    if (nvec <= 2048) return launch_rows<T, VEC, 256, 8>(a, stream);
-    if (nvec <= 4096) return launch_rows<T, VEC, 512, 8>(a, stream);
-    if (nvec <= 8192) return launch_rows<T, VEC, 1024, 8>(a, stream);
-    if constexpr (kMaxHeadDim / VEC > 8192) {
+    // Long heads (rare): lesson 4's shapes; narrow accesses keep 16 loads in flight.
+    constexpr int kI = VEC * sizeof(T) >= 8 ? 8 : 16;
+    if (nvec <= 32 * kI) return launch_rows<T, VEC, 32, kI>(a, stream);
+    if (nvec <= 64 * kI) return launch_rows<T, VEC, 64, kI>(a, stream);
+    if (nvec <= 128 * kI) return launch_rows<T, VEC, 128, kI>(a, stream);
+    if (nvec <= 256 * kI) return launch_rows<T, VEC, 256, kI>(a, stream);
+    if (nvec <= 512 * kI) return launch_rows<T, VEC, 512, kI>(a, stream);
+    if (nvec <= 1024 * kI) return launch_rows<T, VEC, 1024, kI>(a, stream);
+    if constexpr (kMaxHeadDim / VEC > 1024 * kI) {
         constexpr int kBlock = 1024;
         qk_stream_kernel<T, VEC, kBlock><<<grid_for(a.rows), kBlock, 0, stream>>>(a);
         return cudaGetLastError();
@@ -376,11 +399,12 @@ inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintp
  *         tokens or heads, or head_dim outside 1..65536
  *
  * Performance: 2·tokens·heads·head_dim·sizeof(T) bytes plus the weight. Each head is a
- * few hundred bytes, so the work is in many small rows: a 128-wide fp16 head is four lanes
- * with four 16-byte loads each, and a 256-thread block normalises 64 heads. The q slice of
- * a qkv tensor is contiguous within a token (heads·head_dim elements) and skips the k and v
- * parts between tokens, which costs DRAM nothing measurable: the kernel runs at the same
- * fraction of the copy bandwidth as on a contiguous tensor.
+ * few hundred bytes, so the work is in many small rows: a 128-wide fp16 head is 16 lanes
+ * with one 16-byte load each, and a 256-thread block normalises 16 heads. The q slice of
+ * a qkv tensor is contiguous within a token (heads·head_dim elements) and skips the k and
+ * v parts between tokens, which costs DRAM almost nothing: on an H100 the q slice of
+ * 32768 tokens (32 heads of 128, bf16, out of place) runs at 98% of a large
+ * device-to-device copy, a contiguous tensor at 99%, in place at 96%.
  */
 template <typename T>
 cudaError_t qk_rmsnorm(const T* x, int64_t x_token_stride, int64_t x_head_stride, const T* weight, T* y,
