@@ -69,6 +69,15 @@ class UsageTests(GradeTestCase):
         self.assertEqual(code, 0, out)
         self.assertIn("3 did not build", out)
 
+    def test_every_lesson_has_three_to_five_hints(self):
+        sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
+        from workbook import hints, lessons
+        found = lessons.all_lessons()
+        self.assertEqual([l.number for l in found], list(range(1, len(found) + 1)))
+        for lesson in found:
+            count = len(hints.parse(lesson.hints_file))
+            self.assertTrue(3 <= count <= 5, f"{lesson.name} has {count} hints")
+
     def test_hints_escalate_and_stop_at_the_last(self):
         seen = []
         for _ in range(8):

@@ -1,0 +1,107 @@
+"""The maintainers' scripts that gpu-check relies on: the known-bad catalogue, the verdict
+matcher, and the results collector. They run without a GPU on made-up reports."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
+from workbook.known_bad import KnownBad, catalogue  # noqa: E402
+from workbook.lessons import UsageError  # noqa: E402
+
+
+def script(name, *args):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", name), *args], capture_output=True,
+                          text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+class KnownBadTests(unittest.TestCase):
+    def test_every_entry_names_a_verdict_and_changes_the_reference(self):
+        entries = catalogue()
+        self.assertGreaterEqual(len(entries), 20)
+        for bad in entries:
+            self.assertIn(bad.verdict, ("fail-correctness", "fail-gate"), bad.path)
+            self.assertTrue(bad.needle, bad.path)
+            with open(bad.solution(), encoding="utf-8") as f:
+                reference = f.read()
+            self.assertNotEqual(bad.source().split("\n", 2)[2], reference, bad.path)
+
+    def test_the_catalogue_covers_every_gpu_lesson(self):
+        lessons = {bad.lesson for bad in catalogue()}
+        self.assertTrue({2, 3, 4, 5, 6, 7, 8} <= lessons, lessons)
+
+    def test_an_edit_that_no_longer_matches_is_reported(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "03-block-reduce")
+            os.makedirs(folder)
+            path = os.path.join(folder, "stale.bad")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("expect: fail-correctness wrong\nbug: stale\n--- find\nthis line is not in the reference\n"
+                        "--- replace\nanything\n")
+            bad = KnownBad(path)
+            with self.assertRaises(UsageError) as ctx:
+                bad.source()
+            self.assertIn("occurs 0 times", str(ctx.exception))
+
+    def test_write_produces_complete_submissions(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out = script("known-bad", "write", tmp)
+            self.assertEqual(code, 0, out)
+            lines = out.strip().splitlines()
+            self.assertEqual(len(lines), len(catalogue()))
+            lesson, path = lines[0].split(" ", 1)
+            with open(path, encoding="utf-8") as f:
+                self.assertTrue(f.readline().startswith("// expect: "))
+
+
+class VerdictMatchTests(unittest.TestCase):
+    def run_match(self, report, verdict, needle):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(report, f)
+        try:
+            return script("verdict-matches", f.name, verdict, needle)[1].strip()
+        finally:
+            os.unlink(f.name)
+
+    def test_match_on_reason_or_failing_case(self):
+        report = {"verdict": "fail-correctness", "reason": "prime_cols: y[row 1, col 4098] was never written",
+                  "cases": [{"name": "prime_cols", "passed": False, "detail": "..."},
+                            {"name": "one_row", "passed": True, "detail": ""}]}
+        self.assertEqual(self.run_match(report, "fail-correctness", "prime_cols"), "match")
+        self.assertEqual(self.run_match(report, "fail-correctness", "never written"), "match")
+        self.assertNotEqual(self.run_match(report, "fail-correctness", "one_row"), "match")  # it passed
+        self.assertNotEqual(self.run_match(report, "fail-gate", "prime_cols"), "match")
+
+    def test_a_missing_report_is_not_a_match(self):
+        code, out = script("verdict-matches", "/no/such/report.json", "fail-gate", "pdl")
+        self.assertIn("no-report", out)
+
+
+class CollectResultsTests(unittest.TestCase):
+    def test_merges_lessons_and_publishes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for lesson, copy in ((4, 3000.0), (8, 2990.0)):
+                report = {"lesson": f"lesson{lesson}", "verdict": "pass", "gpu": "Test GPU 80GB", "driver": "1.2",
+                          "cuda": "13.0", "copy_gbps": copy, "gate_notes": [],
+                          "bench": [{"shape": "4096x65536", "dtype": "f16", "reference_gbps": 2900.0,
+                                     "copy_fraction": 2900.0 / copy, "noise": 0.01}]}
+                with open(os.path.join(tmp, f"lesson{lesson}.json"), "w", encoding="utf-8") as f:
+                    json.dump(report, f)
+            publish = os.path.join(tmp, "published")
+            code, out = script("collect-results", tmp, "--publish", publish)
+            self.assertEqual(code, 0, out)
+            with open(os.path.join(publish, "test-gpu-80gb.json"), encoding="utf-8") as f:
+                merged = json.load(f)
+            self.assertEqual(merged["gpu"], "Test GPU 80GB")
+            self.assertEqual([r["lesson"] for r in merged["rows"]], [4, 8])
+            for key in ("date", "commit", "driver", "cuda", "copy_gbps"):
+                self.assertIn(key, merged)
+            self.assertIn("| 8 | 4096x65536 | f16 | 2900 |", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
