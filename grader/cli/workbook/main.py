@@ -6,6 +6,9 @@
   ./grade lessonN --watch      re-grade every time you save the exercise
   ./grade lessonN --reset      restore the stub (your file is backed up first)
   ./grade lessonN --source F   grade any file written against the lesson's contract
+
+  ./grade interview lessonN [--minutes M]   a timed mock interview on a bare stub
+  ./grade interview status | submit [--answers FILE] [--no-questions] | history | abandon
 """
 import argparse
 import json
@@ -18,6 +21,7 @@ import time
 from . import exitcodes, hints, progress
 from .build import BuildError, build_targets, compile_source, config, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
+from . import interview
 from .stub import reset_exercise, is_untouched
 
 
@@ -171,15 +175,48 @@ def watch(lesson, args):
         return code
 
 
+def _interview_parser():
+    p = _Parser(prog="./grade interview", description=interview.__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", help="lessonN to start one, or status, submit, history, abandon")
+    p.add_argument("--minutes", type=int, default=45, help="time limit of a new interview (default 45)")
+    p.add_argument("--answers", metavar="FILE",
+                   help="submit: answers to the follow-up questions, separated by lines of ---")
+    p.add_argument("--no-questions", action="store_true", help="submit: skip the follow-up questions")
+    return p
+
+
+def _grade_file(lesson, source, json_path):
+    args = _parser().parse_args([lesson.name, "--source", source, "--json", json_path])
+    return grade_once(lesson, args)
+
+
+def run_interview(argv):
+    args = _interview_parser().parse_args(argv)
+    if args.what == "status":
+        return interview.status()
+    if args.what == "history":
+        return interview.history()
+    if args.what == "abandon":
+        return interview.abandon()
+    if args.what == "submit":
+        if args.answers and not os.path.isfile(args.answers):
+            raise UsageError(f"no such file: {args.answers}")
+        return interview.submit(args.answers, ask=not args.no_questions, grade_fn=_grade_file)
+    return interview.start(args.what, args.minutes)
+
+
 def main(argv):
     try:
+        if argv and argv[0] == "interview":
+            return run_interview(argv[1:])
         args = _parser().parse_args(argv)
         if args.lesson is None:
             if any((args.hint, args.watch, args.reset, args.source)):
                 raise UsageError("name a lesson, e.g. ./grade lesson3 --hint")
             return list_lessons()
-        if args.lesson in ("interview", "leaderboard"):
-            raise UsageError(f"'{args.lesson}' is not available in this version of the workbook")
+        if args.lesson == "leaderboard":
+            raise UsageError("'leaderboard' is not available in this version of the workbook")
         lesson = find_lesson(args.lesson)
         if args.hint:
             number, total, text = hints.next_hint(lesson)
