@@ -9,6 +9,9 @@
 
   ./grade interview lessonN [--minutes M]   a timed mock interview on a bare stub
   ./grade interview status | submit [--answers FILE] [--no-questions] | history | abandon
+
+  ./grade leaderboard lessonN DIR [--out DIR]   grade and rank every student's file in DIR
+  ./grade leaderboard merge lessonN RESULTS     rank results collected by a Slurm job array
 """
 import argparse
 import json
@@ -21,7 +24,7 @@ import time
 from . import exitcodes, hints, progress
 from .build import BuildError, build_targets, compile_source, config, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
-from . import interview
+from . import interview, leaderboard
 from .stub import reset_exercise, is_untouched
 
 
@@ -206,17 +209,49 @@ def run_interview(argv):
     return interview.start(args.what, args.minutes)
 
 
+def _leaderboard_parser():
+    p = _Parser(prog="./grade leaderboard", description=leaderboard.__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("lesson", help="lessonN, or 'merge' followed by lessonN and a results folder")
+    p.add_argument("folder", help="the submissions (or, after merge lessonN, the results folder)")
+    p.add_argument("extra", nargs="?", help=argparse.SUPPRESS)
+    p.add_argument("--out", metavar="DIR", help="write leaderboard.md, .csv, .json and .html there")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per submission (default 900)")
+    p.add_argument("--gpus", help="grade in parallel, one submission per GPU: --gpus 0,1,2,3")
+    p.add_argument("--no-cache", action="store_true", help="grade again even if the file was graded before")
+    p.add_argument("--only", type=int, metavar="I", help="grade only the I-th submission (a Slurm array task)")
+    p.add_argument("--result-dir", metavar="DIR", help="also store each result as DIR/NAME.json")
+    p.add_argument("--slurm", metavar="FILE", help="write a Slurm job-array script instead of grading")
+    return p
+
+
+def run_leaderboard(argv):
+    args = _leaderboard_parser().parse_args(argv)
+    if args.lesson == "merge":
+        if not args.extra:
+            raise UsageError("usage: ./grade leaderboard merge lessonN RESULTS_DIR [--out DIR]")
+        return leaderboard.merge(args.folder, args.extra, args.out)
+    gpus = None
+    if args.gpus:
+        try:
+            gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
+        except ValueError:
+            raise UsageError(f"--gpus takes device numbers like 0,1,2, not '{args.gpus}'")
+    return leaderboard.run(args.lesson, args.folder, args.out, args.timeout, gpus, not args.no_cache, args.only,
+                           args.result_dir, args.slurm)
+
+
 def main(argv):
     try:
         if argv and argv[0] == "interview":
             return run_interview(argv[1:])
+        if argv and argv[0] == "leaderboard":
+            return run_leaderboard(argv[1:])
         args = _parser().parse_args(argv)
         if args.lesson is None:
             if any((args.hint, args.watch, args.reset, args.source)):
                 raise UsageError("name a lesson, e.g. ./grade lesson3 --hint")
             return list_lessons()
-        if args.lesson == "leaderboard":
-            raise UsageError("'leaderboard' is not available in this version of the workbook")
         lesson = find_lesson(args.lesson)
         if args.hint:
             number, total, text = hints.next_hint(lesson)
