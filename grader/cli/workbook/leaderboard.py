@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import queue
 import resource
 import secrets
 import subprocess
@@ -330,9 +331,17 @@ def run(lesson_name, folder, out_dir=None, timeout=600, gpus=None, use_cache=Tru
     print(f"grading {len(submissions)} submission(s) of {lesson.name} on {len(devices)} device slot(s) ...",
           flush=True)
 
+    free = queue.Queue()
+    for d in devices:
+        free.put(d)
+
     def work(indexed):
-        i, (name, path) = indexed
-        result = grade_one(lesson, name, path, timeout, devices[i % len(devices)], use_cache)
+        _, (name, path) = indexed
+        device = free.get()  # one submission per GPU at a time, so no two timings share a device
+        try:
+            result = grade_one(lesson, name, path, timeout, device, use_cache)
+        finally:
+            free.put(device)
         print(f"  {name}: {result['status']}" + (" (cached)" if result.get("cached") else ""), flush=True)
         return result
 
