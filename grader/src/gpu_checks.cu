@@ -195,24 +195,6 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     return result;
 }
 
-std::string describe_failure(const CompareResult& r, const char* tensor_name) {
-    char buf[512];
-    if (r.first_unwritten) {
-        std::snprintf(buf, sizeof buf,
-                      "%s[row %lld, col %lld] was never written (still the NaN poison); expected %.9g"
-                      "; %llu of the elements are wrong, %llu of them never written",
-                      tensor_name, (long long)r.first_row, (long long)r.first_col, r.expected,
-                      (unsigned long long)r.bad, (unsigned long long)r.unwritten);
-    } else {
-        std::snprintf(buf, sizeof buf,
-                      "%s[row %lld, col %lld]: expected %.9g, got %.9g (tolerance %s)"
-                      "; %llu of the elements are wrong, %llu of them never written",
-                      tensor_name, (long long)r.first_row, (long long)r.first_col, r.expected, r.got,
-                      describe(r.tol).c_str(), (unsigned long long)r.bad, (unsigned long long)r.unwritten);
-    }
-    return buf;
-}
-
 std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream) {
     std::vector<unsigned char> lead(t.lead_bytes()), tail(kGuardBytes);
     WB_CUDA_CHECK(cudaMemcpyAsync(lead.data(), t.base(), lead.size(), cudaMemcpyDeviceToHost, stream));

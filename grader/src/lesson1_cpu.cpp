@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compare_report.h"
 #include "lesson_plans.h"
 #include "workbook/lesson_api.h"
 #include "workbook/oracle.h"
@@ -41,32 +42,26 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
 
     fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
 
-    std::string problems;
-    const Tolerance tol = output_tolerance(DType::f32, c.cols);
-    uint64_t bad = 0, unwritten = 0;
+    CompareResult cmp;
+    cmp.tol = output_tolerance(DType::f32, c.cols);
     for (int64_t r = 0; r < c.rows; ++r) {
         const double inv = oracle_inv_rms<float>(p, r);
         for (int64_t col = 0; col < c.cols; ++col) {
             const double expected = oracle_output<float>(p, r, col, inv);
             const float got = out[r * c.cols + col];
-            if (within(expected, got, tol)) continue;
+            if (within(expected, got, cmp.tol)) continue;
             const bool never = std::isnan(got) && !std::isnan(expected);
-            unwritten += never;
-            if (bad++ == 0) {
-                char buf[320];
-                if (never)
-                    std::snprintf(buf, sizeof buf, "y[row %lld, col %lld] was never written (still the NaN poison); "
-                                  "expected %.9g", (long long)r, (long long)col, expected);
-                else
-                    std::snprintf(buf, sizeof buf, "y[row %lld, col %lld]: expected %.9g, got %.9g (tolerance %s)",
-                                  (long long)r, (long long)col, expected, got, describe(tol).c_str());
-                problems = buf;
+            cmp.unwritten += never;
+            if (cmp.bad++ == 0) {
+                cmp.first_row = r;
+                cmp.first_col = col;
+                cmp.expected = expected;
+                cmp.got = got;
+                cmp.first_unwritten = never;
             }
         }
     }
-    if (bad)
-        problems += "; " + std::to_string(bad) + " of the elements are wrong, " + std::to_string(unwritten) +
-                    " of them never written";
+    std::string problems = cmp.bad ? describe_failure(cmp, "y") : "";
     size_t outside = 0;
     for (size_t i = 0; i < kGuard; ++i) outside += (y[i] != kGuardValue) + (y[kGuard + n + i] != kGuardValue);
     if (outside)
