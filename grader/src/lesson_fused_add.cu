@@ -24,13 +24,7 @@ FusedFn typed(api::FusedAddFn<T> fn) {
 }
 
 FusedFn fused_fn(const Submission& s, DType t) {
-    const auto& table = s.table<api::Lesson5>();
-    switch (t) {
-        case DType::f32: return typed(table.f32);
-        case DType::f16: return typed(table.f16);
-        case DType::bf16: return typed(table.bf16);
-    }
-    return {};
+    return typed_entry(s.table<api::Lesson5>(), t, [](auto fn) { return typed(fn); });
 }
 
 struct FusedCase {

@@ -33,13 +33,7 @@ PdlCall typed(api::PdlFn<T> fn) {
 }
 
 PdlCall pdl_fn(const Submission& s, DType t) {
-    const auto& table = s.table<api::Lesson7>();
-    switch (t) {
-        case DType::f32: return typed(table.f32);
-        case DType::f16: return typed(table.f16);
-        case DType::bf16: return typed(table.bf16);
-    }
-    return {};
+    return typed_entry(s.table<api::Lesson7>(), t, [](auto fn) { return typed(fn); });
 }
 
 __device__ __forceinline__ void release_dependents() {

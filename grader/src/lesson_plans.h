@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "case_registry.h"
+#include "workbook/dtype.h"
 #include "workbook/inputs.h"
 
 namespace workbook {
@@ -54,6 +55,16 @@ inline ValueSpec weight_spec(uint64_t seed) {
     s.hi = 2.0f;
     s.per_col = true;
     return s;
+}
+
+/// `wrap` applied to the table's entry point for `dtype`; every typed table lists f32, f16, bf16.
+template <typename Table, typename Wrap>
+auto typed_entry(const Table& table, DType dtype, Wrap&& wrap) {
+    switch (dtype) {
+        case DType::f16: return wrap(table.f16);
+        case DType::bf16: return wrap(table.bf16);
+        default: return wrap(table.f32);
+    }
 }
 
 LessonPlan rows_plan(int lesson, const Submission& student, const Submission& reference, const PlanOptions& opt);

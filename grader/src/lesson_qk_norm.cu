@@ -25,13 +25,7 @@ QkFn typed(api::QkNormFn<T> fn) {
 }
 
 QkFn qk_fn(const Submission& s, DType t) {
-    const auto& table = s.table<api::Lesson6>();
-    switch (t) {
-        case DType::f32: return typed(table.f32);
-        case DType::f16: return typed(table.f16);
-        case DType::bf16: return typed(table.bf16);
-    }
-    return {};
+    return typed_entry(s.table<api::Lesson6>(), t, [](auto fn) { return typed(fn); });
 }
 
 /// A case: x's strides (0 = contiguous), y's (0 = contiguous), or y in place.

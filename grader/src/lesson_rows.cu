@@ -36,13 +36,7 @@ RowsFn rows_fn(int lesson, const Submission& s, DType dtype) {
                       eps, stream);
         };
     }
-    const auto& t = s.table<api::Lesson4>();
-    switch (dtype) {
-        case DType::f32: return typed_rows_fn(t.f32);
-        case DType::f16: return typed_rows_fn(t.f16);
-        case DType::bf16: return typed_rows_fn(t.bf16);
-    }
-    return {};
+    return typed_entry(s.table<api::Lesson4>(), dtype, [](auto fn) { return typed_rows_fn(fn); });
 }
 
 /// One row case. Strides and misalignment are only used by lessons that allow them.
