@@ -1,38 +1,47 @@
 #!/usr/bin/env python3
-"""PyTorch baselines for the RMSNorm workbook's seed shapes.
+"""The workbook's reference kernels against PyTorch, same tensors, same timer, same run.
 
-Measures, on the current CUDA device, what the workbook's reference kernels are compared
-against:
+For every shape of the seed table (DESIGN §6), on the current CUDA device, this times:
 
-  lesson 4  rms_norm            F.rms_norm (eager)
-            rms_norm_compiled   torch.compile of the textbook formula (fp32 accumulation)
-  lesson 5  add_rms_norm        x + residual, then F.rms_norm (eager, two kernels)
-            add_rms_norm_compiled  torch.compile of the fused add + norm (fp32 sum)
-  lesson 6  qk_norm_qkv         F.rms_norm over heads of the q slice of a fused qkv tensor
-                                (token stride (heads + 2*kv_heads)*head_dim, heads=32,
-                                kv_heads=8, head_dim=128)
-            qk_norm_qkv_compiled   the same through torch.compile
-            qk_norm_contig / qk_norm_contig_compiled   the same heads, contiguous
+  reference   the workbook's reference solution, loaded from its built library
+              (lessonN_reference.so) and called on the PyTorch tensors' memory
+  eager       PyTorch eager: F.rms_norm (lesson 5: x + residual, then F.rms_norm)
+  compile     torch.compile of the textbook formula with fp32 accumulation
+              (lesson 5: the fused add + norm, the sum kept in fp32)
+  copy        a device-to-device copy moving the same number of bytes: the roofline
+              for a kernel of that size, launch and last wave included
 
-Timing: each call is captured once into a CUDA graph and the graph is replayed, so the
-Python and dispatcher time of a call (tens of microseconds for a compiled function with
-dynamic shapes) is not counted: the numbers are GPU time, as the workbook's own timings
-are. CUDA events around one replay, a 256 MiB buffer written before every sample so L2
-holds none of the inputs, the median of --samples samples (20 or more) after warm-up.
---no-graphs times plain calls instead (a call that cannot be captured falls back too).
-GB/s = (each input read once + each output written once) / 1e9 / seconds, the byte count
-the workbook's grader uses, whatever the PyTorch path really moves.
+Lessons and their shapes:
+  4  rows x cols, every seed shape up to 65536 cols
+  5  the same shapes, fused add-residual (out of place)
+  6  q of a fused qkv tensor, [tokens, 32 heads, 128] with token stride (32 + 2*8)*128,
+     and the same heads contiguous
+  8  the long rows: 65536, 131072 and 262144 cols
 
-torch.compile specialises on the row length (as a model specialises on its hidden size)
-and treats the row count as dynamic, so one compilation serves every row count of a
-given length. Compilation is the slow part of this script; --no-compile skips it.
+Timing: each call is captured once into a CUDA graph and the graph is replayed, so host
+time (Python, the dispatcher, a compiled function's guards) is not counted: these are GPU
+times, as the grader's are. CUDA events around one replay, a 256 MiB buffer written before
+every sample so L2 holds none of the inputs, the median of --samples samples after warm-up.
+A shape's implementations are timed interleaved (sample i of each before sample i + 1 of
+any), and the reference is timed twice: the gap between its two medians is the row's noise.
+GB/s = (each input read once + each output written once) / 1e9 / seconds: the grader's
+byte count, whatever a PyTorch path really moves.
 
-Usage:
-    python3 bench/torch_compare.py --out results.json
-    python3 bench/torch_compare.py --lessons 4 --dtypes fp16 --out l4.json
+Before timing, the reference's output is compared with F.rms_norm's on the same input, so
+a table row can never come from a kernel that did not do the work.
+
+torch.compile specialises on the row length (as a model does on its hidden size) and
+keeps the row count dynamic. Compilation is the slow part; --no-compile skips it.
+
+Usage (after a build; LIBDIR holds lessonN_reference.so):
+    python3 bench/torch_compare.py --workbook build-gpu/lib --out torch.json
+    python3 bench/torch_compare.py --workbook build/lib --lessons 4 --dtypes fp16 --out l4.json
+Then: scripts/collect-results DIR --torch torch.json adds the side-by-side table.
 """
 import argparse
+import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -51,15 +60,60 @@ SEED_SHAPES = (
     + [(r, 4096) for r in (1, 16, 128)]
     + [(32768, c) for c in (4095, 5120, 7168)]
 )
+LESSON4_MAX_COLS = 65536
+LONG_ROWS = [(4096, 65536), (4096, 131072), (1024, 262144), (2048, 262144)]
 # Lesson 6: tokens of a [tokens, heads, head_dim] q tensor.
 QK_TOKENS = (1, 128, 4096, 16384, 32768, 65536)
 QK_HEADS, QK_KV_HEADS, QK_HEAD_DIM = 32, 8, 128
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+ENTRY = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+i64, f32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
+# Argument lists of the lesson entry points (grader/include/workbook/lesson_api.h).
+SIGNATURES = {
+    4: [ptr, i64, ptr, ptr, i64, i64, i64, f32, ptr],
+    8: [ptr, i64, ptr, ptr, i64, i64, i64, f32, ptr],
+    5: [ptr, ptr, ptr, ptr, ptr, i64, i64, f32, ptr],
+    6: [ptr, i64, i64, ptr, ptr, i64, i64, i64, i64, i64, f32, ptr],
+}
+
+
+class Table(ctypes.Structure):
+    """A typed lesson's entry-point table: a version, then the f32, f16 and bf16 entries."""
+    _fields_ = [("version", ctypes.c_int), ("f32", ptr), ("f16", ptr), ("bf16", ptr)]
+
+
+class Reference:
+    """One lesson's reference solution, called on torch tensors on torch's current stream."""
+
+    def __init__(self, libdir, lesson):
+        path = os.path.join(libdir, f"lesson{lesson}_reference.so")
+        if not os.path.exists(path):
+            raise SystemExit(f"torch_compare: {path} not found; build first (make, or scripts/gpu-check)")
+        self.lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        api = getattr(self.lib, f"workbook_lesson{lesson}_api")
+        api.restype = ctypes.POINTER(Table)
+        self.table = api().contents
+        self.proto = ctypes.CFUNCTYPE(ctypes.c_int, *SIGNATURES[lesson])
+        self.lesson = lesson
+
+    def fn(self, dtype):
+        return self.proto(getattr(self.table, ENTRY[dtype]))
+
+    def __call__(self, dtype, *args):
+        stream = torch.cuda.current_stream().cuda_stream
+        code = self.fn(dtype)(*args, EPS, stream)
+        if code != 0:
+            raise RuntimeError(f"lesson {self.lesson} reference returned cudaError {code}")
 
 
 class Timer:
-    """Median event time of a callable, with L2 flushed before every sample."""
+    """Interleaved median event times of several callables, L2 flushed before every sample.
+
+    Sample i of every callable is taken before sample i + 1 of any, so a drift of the
+    GPU's clocks or memory state during a shape's measurement falls on all of them alike
+    and their ratios stay honest."""
 
     def __init__(self, samples, warmup=3):
         self.samples = samples
@@ -68,19 +122,21 @@ class Timer:
         self.start = torch.cuda.Event(enable_timing=True)
         self.stop = torch.cuda.Event(enable_timing=True)
 
-    def __call__(self, fn):
-        for _ in range(self.warmup):
-            fn()
+    def __call__(self, fns):
+        for fn in fns:
+            for _ in range(self.warmup):
+                fn()
         torch.cuda.synchronize()
-        times = []
+        times = [[] for _ in fns]
         for i in range(self.samples):
-            self.flush.fill_(i & 0xFF)
-            self.start.record()
-            fn()
-            self.stop.record()
-            self.stop.synchronize()
-            times.append(self.start.elapsed_time(self.stop) * 1e-3)
-        return statistics.median(times)
+            for k, fn in enumerate(fns):
+                self.flush.fill_(i & 0xFF)
+                self.start.record()
+                fn()
+                self.stop.record()
+                self.stop.synchronize()
+                times[k].append(self.start.elapsed_time(self.stop) * 1e-3)
+        return [statistics.median(t) for t in times]
 
 
 def as_graph(fn):
@@ -122,24 +178,65 @@ def add_rms_norm_eager(x, r, w):
     return F.rms_norm(s, (s.shape[-1],), w, EPS), s
 
 
-def make_compiled(fn):
-    return torch.compile(fn, fullgraph=True)
-
-
 def fill(t):
     """Random, never all-zero, inputs in [-2, 2]."""
     return t.uniform_(-2.0, 2.0)
 
 
+def check_close(name, got, want):
+    """The reference did the work: its output agrees with PyTorch's to a few ulp of T."""
+    got, want = got.float(), want.float()
+    bad = (got - want).abs() > 1e-2 * (1 + want.abs())
+    if bad.any():
+        raise SystemExit(f"torch_compare: {name}: the reference disagrees with PyTorch at "
+                         f"{int(bad.sum())} elements")
+
+
+class Bench:
+    """One shape at a time: every implementation, a second reference run and a copy of
+    the same bytes, timed interleaved; the two reference runs give the noise band."""
+
+    def __init__(self, args):
+        self.args = args
+        self.timer = Timer(args.samples)
+        self.rows = []
+
+    def shape(self, lesson, shape, dtype, nbytes, impls):
+        """impls: (name, callable) pairs, the reference first."""
+        half = nbytes // 2
+        src = torch.empty(half, dtype=torch.uint8, device="cuda").fill_(1)
+        dst = torch.empty_like(src)
+        impls = list(impls) + [("reference-again", impls[0][1]), ("copy", lambda: dst.copy_(src))]
+        fns, graphed = [], []
+        for _, fn in impls:
+            g, ok = (fn, False) if self.args.no_graphs else as_graph(fn)
+            fns.append(g)
+            graphed.append(ok)
+        seconds = self.timer(fns)
+        noise = abs(seconds[0] - seconds[-2]) / min(seconds[0], seconds[-2])
+        for (name, _), sec, ok in zip(impls, seconds, graphed):
+            moved = 2 * half if name == "copy" else nbytes
+            gbps = moved / sec / 1e9
+            if name == "reference-again":
+                continue
+            self.rows.append({"lesson": lesson, "impl": name, "shape": shape, "dtype": dtype,
+                              "gbps": round(gbps, 1), "us": round(sec * 1e6, 2), "graph": ok,
+                              "noise": round(noise, 4)})
+            print(f"lesson {lesson} {name:9s} {shape:>20s} {dtype:5s} {sec * 1e6:10.2f} us {gbps:8.1f} GB/s",
+                  flush=True)
+        del src, dst
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON file to write")
-    ap.add_argument("--lessons", default="4,5,6", help="comma-separated subset of 4,5,6")
+    ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
+    ap.add_argument("--lessons", default="4,5,6,8", help="comma-separated subset of 4,5,6,8")
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
     ap.add_argument("--samples", type=int, default=25, help="timed samples per measurement (>= 20)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
     ap.add_argument("--no-graphs", action="store_true", help="time plain calls, host overhead included")
-    ap.add_argument("--max-cols", type=int, default=131072, help="skip seed shapes with more cols")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -148,73 +245,88 @@ def main():
     if args.samples < 20:
         ap.error("--samples must be at least 20")
     lessons = {int(v) for v in args.lessons.split(",") if v}
+    if not lessons <= {4, 5, 6, 8}:
+        ap.error("--lessons takes a subset of 4,5,6,8")
     dtypes = [d for d in args.dtypes.split(",") if d]
     for d in dtypes:
         if d not in DTYPES:
             ap.error(f"unknown dtype {d}")
+    refs = {n: Reference(args.workbook, n) for n in sorted(lessons)}
 
     # One compilation per row length; the row count stays symbolic.
     torch._dynamo.config.cache_size_limit = 256
     torch._dynamo.config.automatic_dynamic_shapes = False
+    compiled_norm = torch.compile(rms_norm_formula, fullgraph=True)
+    compiled_add = torch.compile(add_rms_norm_formula, fullgraph=True)
 
-    timer = Timer(args.samples)
+    bench = Bench(args)
     torch.manual_seed(0)
-    rows_out = []
     started = time.time()
-    compiled_norm = make_compiled(rms_norm_formula)
-    compiled_add = make_compiled(add_rms_norm_formula)
-
-    def record(op, shape, dtype, nbytes, fn):
-        graphed = False
-        if not args.no_graphs:
-            fn, graphed = as_graph(fn)
-        seconds = timer(fn)
-        gbps = nbytes / seconds / 1e9
-        rows_out.append({"op": op, "shape": shape, "dtype": dtype, "gbps": round(gbps, 1),
-                         "us": round(seconds * 1e6, 2), "graph": graphed})
-        print(f"{op:26s} {shape:>16s} {dtype:5s} {seconds * 1e6:10.2f} us {gbps:8.1f} GB/s", flush=True)
-
     for dname in dtypes:
         dt = DTYPES[dname]
         es = torch.finfo(dt).bits // 8
-        for rows, cols in SEED_SHAPES:
-            if cols > args.max_cols or not lessons & {4, 5}:
+        shapes = [(r, c, 4) for r, c in SEED_SHAPES if c <= LESSON4_MAX_COLS]
+        shapes += [(r, c, 8) for r, c in LONG_ROWS]
+        for rows, cols, norm_lesson in shapes:
+            todo = lessons & ({4, 5} if norm_lesson == 4 else {8})
+            if not todo:
                 continue
             shape = f"{rows}x{cols}"
             x = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
             w = fill(torch.empty(cols, dtype=dt, device="cuda"))
+            y = torch.empty_like(x)
             torch._dynamo.mark_dynamic(x, 0)
-            if 4 in lessons:
+            if norm_lesson in todo:
+                n, ref = norm_lesson, refs[norm_lesson]
                 nbytes = (2 * rows * cols + cols) * es
-                record("rms_norm", shape, dname, nbytes, lambda: F.rms_norm(x, (cols,), w, EPS))
+                ref(dt, x.data_ptr(), cols, w.data_ptr(), y.data_ptr(), cols, rows, cols)
+                check_close(f"lesson {n} {shape} {dname}", y, F.rms_norm(x, (cols,), w, EPS))
+                impls = [("reference",
+                          lambda: ref(dt, x.data_ptr(), cols, w.data_ptr(), y.data_ptr(), cols, rows, cols)),
+                         ("eager", lambda: F.rms_norm(x, (cols,), w, EPS))]
                 if not args.no_compile:
-                    record("rms_norm_compiled", shape, dname, nbytes, lambda: compiled_norm(x, w))
-            if 5 in lessons:
+                    impls.append(("compile", lambda: compiled_norm(x, w)))
+                bench.shape(n, shape, dname, nbytes, impls)
+            if 5 in todo:
+                ref = refs[5]
                 r = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+                rout = torch.empty_like(r)
                 torch._dynamo.mark_dynamic(r, 0)
                 nbytes = (4 * rows * cols + cols) * es
-                record("add_rms_norm", shape, dname, nbytes, lambda: add_rms_norm_eager(x, r, w))
+                args5 = (x.data_ptr(), r.data_ptr(), w.data_ptr(), y.data_ptr(), rout.data_ptr(), rows, cols)
+                ref(dt, *args5)
+                want_y, want_r = add_rms_norm_eager(x.float(), r.float(), w.float())
+                check_close(f"lesson 5 {shape} {dname} residual_out", rout, want_r)
+                check_close(f"lesson 5 {shape} {dname} y", y, want_y)
+                del want_y, want_r
+                impls = [("reference", lambda: ref(dt, *args5)), ("eager", lambda: add_rms_norm_eager(x, r, w))]
                 if not args.no_compile:
-                    record("add_rms_norm_compiled", shape, dname, nbytes, lambda: compiled_add(x, r, w))
-                del r
-            del x, w
+                    impls.append(("compile", lambda: compiled_add(x, r, w)))
+                bench.shape(5, shape, dname, nbytes, impls)
+                del r, rout
+            del x, w, y
         if 6 in lessons:
-            d = QK_HEAD_DIM
+            ref, d = refs[6], QK_HEAD_DIM
             w = fill(torch.empty(d, dtype=dt, device="cuda"))
             for tokens in QK_TOKENS:
-                shape = f"{tokens}x{QK_HEADS}x{d}"
                 qkv = fill(torch.empty(tokens, (QK_HEADS + 2 * QK_KV_HEADS) * d, dtype=dt, device="cuda"))
                 q = qkv[:, : QK_HEADS * d].view(tokens, QK_HEADS, d)  # token stride (H + 2*KV)*D
                 qc = q.contiguous()
+                out = torch.empty_like(qc)
                 for t in (q, qc, qkv):
                     torch._dynamo.mark_dynamic(t, 0)
                 nbytes = (2 * tokens * QK_HEADS * d + d) * es
-                record("qk_norm_qkv", shape, dname, nbytes, lambda: F.rms_norm(q, (d,), w, EPS))
-                record("qk_norm_contig", shape, dname, nbytes, lambda: F.rms_norm(qc, (d,), w, EPS))
-                if not args.no_compile:
-                    record("qk_norm_qkv_compiled", shape, dname, nbytes, lambda: compiled_norm(q, w))
-                    record("qk_norm_contig_compiled", shape, dname, nbytes, lambda: compiled_norm(qc, w))
-                del qkv, q, qc
+                for layout, src in (("qkv", q), ("contig", qc)):
+                    shape = f"{tokens}x{QK_HEADS}x{d} {layout}"
+                    args6 = (src.data_ptr(), src.stride(0), src.stride(1), w.data_ptr(), out.data_ptr(),
+                             out.stride(0), out.stride(1), tokens, QK_HEADS, d)
+                    ref(dt, *args6)
+                    check_close(f"lesson 6 {shape} {dname}", out, F.rms_norm(src, (d,), w, EPS))
+                    impls = [("reference", lambda: ref(dt, *args6)), ("eager", lambda: F.rms_norm(src, (d,), w, EPS))]
+                    if not args.no_compile:
+                        impls.append(("compile", lambda: compiled_norm(src, w)))
+                    bench.shape(6, shape, dname, nbytes, impls)
+                del qkv, q, qc, out
 
     result = {
         "gpu": torch.cuda.get_device_name(),
@@ -223,11 +335,11 @@ def main():
         "samples": args.samples,
         "graphs": not args.no_graphs,
         "seconds": round(time.time() - started, 1),
-        "rows": rows_out,
+        "rows": bench.rows,
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
-    print(f"wrote {len(rows_out)} rows to {args.out} in {result['seconds']} s")
+    print(f"wrote {len(bench.rows)} rows to {args.out} in {result['seconds']} s")
     return 0
 
 

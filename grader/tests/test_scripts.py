@@ -102,6 +102,31 @@ class CollectResultsTests(unittest.TestCase):
                 self.assertIn(key, merged)
             self.assertIn("| 8 | 4096x65536 | f16 | 2900 |", out)
 
+    def test_torch_side_by_side_names_faster_ties_and_slower(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            report = {"lesson": "lesson4", "verdict": "pass", "gpu": "Test GPU", "copy_gbps": 3000.0,
+                      "bench": [{"shape": "32768x4096", "dtype": "f16", "reference_gbps": 2900.0,
+                                 "copy_fraction": 0.967, "noise": 0.01}]}
+            with open(os.path.join(tmp, "lesson4.json"), "w", encoding="utf-8") as f:
+                json.dump(report, f)
+            rows = []
+            for shape, ref, comp in (("32768x4096", 2950.0, 2900.0), ("1x4096", 5.0, 5.02), ("16x4096", 50.0, 60.0)):
+                for impl, gbps in (("reference", ref), ("eager", 2000.0), ("compile", comp), ("copy", 3000.0)):
+                    rows.append({"lesson": 4, "impl": impl, "shape": shape, "dtype": "fp16", "gbps": gbps,
+                                 "noise": 0.005})
+            torch_json = os.path.join(tmp, "torch.json")
+            with open(torch_json, "w", encoding="utf-8") as f:
+                json.dump({"torch": "2.x", "cuda": "13.0", "rows": rows}, f)
+            code, out = script("collect-results", tmp, "--torch", torch_json)
+            self.assertEqual(code, 0, out)
+            self.assertIn("| 4 | 32768x4096 | fp16 | 2950 | 3000 | 98.3% | 2000 | 2900 | 1.017 | faster |", out)
+            self.assertIn("| tie |", out)
+            self.assertIn("| slower |", out)
+            self.assertIn("1 faster, 1 tie, 1 slower, of 3 rows", out)
+            code, out = script("collect-results", tmp, "--torch", os.path.join(tmp, "missing.json"))
+            self.assertNotEqual(code, 0)
+            self.assertIn("torch_compare", out)
+
 
 if __name__ == "__main__":
     unittest.main()
