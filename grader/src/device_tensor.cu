@@ -1,6 +1,7 @@
 /// @file device_tensor.cu
 #include "device_tensor.h"
 
+#include "launch_guard.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
@@ -11,6 +12,8 @@ DeviceTensor::DeviceTensor(DType dtype, Layout layout, int64_t misalign) : dtype
     WB_CUDA_CHECK(cudaMalloc(&base_, total_bytes_));
 }
 
-DeviceTensor::~DeviceTensor() { cudaFree(base_); }
+DeviceTensor::~DeviceTensor() {
+    if (!device_hung()) cudaFree(base_);  // cudaFree waits for the device, which a hung kernel never frees
+}
 
 }  // namespace workbook

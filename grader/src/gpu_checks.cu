@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "launch_guard.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
@@ -115,7 +116,9 @@ public:
         const DeviceStats init{0, 0, ~0ull};
         WB_CUDA_CHECK(cudaMemcpyAsync(d_, &init, sizeof init, cudaMemcpyHostToDevice, stream));
     }
-    ~StatsBuffer() { cudaFreeAsync(d_, stream_); }
+    ~StatsBuffer() {
+        if (!device_hung()) cudaFreeAsync(d_, stream_);
+    }
     DeviceStats* get() const { return d_; }
     DeviceStats read() const {
         DeviceStats h{};

@@ -1,7 +1,10 @@
 /// @file launch_guard.cu
 #include "launch_guard.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "gpu_checks.h"
@@ -10,7 +13,22 @@
 namespace workbook {
 namespace {
 double g_watchdog_seconds = 30.0;
+std::atomic<bool> g_device_hung{false};
+
+/// Last resort after a hang: if some call still blocks on the device, the run ends anyway
+/// with the reason on stdout, instead of hanging its caller.
+void start_exit_timer(std::string reason) {
+    std::thread([reason = std::move(reason)] {
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        std::printf("\n%s\nthe grader could not finish its report after the hang; stopping.\n", reason.c_str());
+        std::fflush(stdout);
+        std::_Exit(1);
+    }).detach();
 }
+}  // namespace
+
+bool device_hung() { return g_device_hung.load(); }
+
 
 cudaStream_t grader_stream() {
     static cudaStream_t stream = [] {
@@ -54,10 +72,14 @@ std::string wait_with_watchdog(cudaStream_t stream, const std::string& what) {
             return text;
         }
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (waited > g_watchdog_seconds)
-            throw FatalDeviceError(what + ": the kernel did not finish within " +
-                                   std::to_string(static_cast<int>(g_watchdog_seconds)) +
-                                   " s (a hang: a loop that never ends, or a barrier some threads never reach)");
+        if (waited > g_watchdog_seconds) {
+            const std::string reason = what + ": the kernel did not finish within " +
+                                       std::to_string(static_cast<int>(g_watchdog_seconds)) +
+                                       " s (a hang: a loop that never ends, or a barrier some threads never reach)";
+            g_device_hung = true;
+            start_exit_timer(reason);
+            throw FatalDeviceError(reason);
+        }
         std::this_thread::sleep_for(std::chrono::microseconds(waited < 0.01 ? 20 : 1000));
     }
     const cudaError_t late = cudaGetLastError();

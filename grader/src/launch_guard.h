@@ -23,6 +23,10 @@ cudaStream_t grader_stream();
 /// Seconds a single wait may take before the run is declared hung.
 void set_watchdog_seconds(double seconds);
 
+/// True once a kernel has outrun the watchdog. From then on nothing may wait on the device:
+/// a free or a synchronise would block on the hung kernel for ever, so destructors skip them.
+bool device_hung();
+
 /// Waits for `stream` with the watchdog. Errors that poison the context throw FatalDeviceError;
 /// other errors return their text, success returns "".
 std::string wait_with_watchdog(cudaStream_t stream, const std::string& what);

@@ -172,6 +172,7 @@ public:
         WB_CUDA_CHECK(cudaEventCreate(&stop_));
     }
     ~Chain() {
+        if (device_hung()) return;  // every call below would wait on the hung kernel
         cudaGraphExecDestroy(exec_);
         for (void* p : {x_, y_, z_, w_}) cudaFree(p);
         cudaEventDestroy(start_);
