@@ -299,6 +299,22 @@ def md_cell(text):
     return str(text).replace("|", "\\|")
 
 
+def torch_block(data, lesson):
+    """The PyTorch side-by-side rows of a results file (bench/torch_compare.py), if it has them."""
+    rows = [g for g in data.get("torch", []) if "vs_compile" in g and (lesson is None or int(g["lesson"]) == lesson)]
+    if not rows:
+        return []
+    table = ["| lesson | shape | dtype | reference GB/s | F.rms_norm GB/s | torch.compile GB/s | vs compile | verdict |",
+             "|---:|---|---|---:|---:|---:|---:|---|"]
+    for g in rows:
+        table.append("| " + " | ".join([str(int(g["lesson"])), md_cell(g["shape"]), md_cell(g["dtype"]),
+                                        f"{g['reference']:.0f}", f"{g.get('eager', 0):.0f}", f"{g['compile']:.0f}",
+                                        f"{g['vs_compile']:.3f}", md_cell(g.get("verdict", ""))]) + " |")
+    return ["Against PyTorch on the same GPU, same tensors, one timer (`bench/torch_compare.py`; "
+            "\"vs compile\" is the reference's speed over `torch.compile`'s, tie = within the noise):",
+            "\n".join(table)]
+
+
 def results_table(results, lesson=None):
     """Markdown for the measured tables: one per GPU file that has rows for `lesson` (None: all)."""
     blocks = []
@@ -322,6 +338,7 @@ def results_table(results, lesson=None):
                 cells.insert(0, str(int(r["lesson"])))
             table.append("| " + " | ".join(cells) + " |")
         blocks.append("\n".join(table))
+        blocks += torch_block(data, lesson)
     if not blocks:
         where = f"lesson {lesson}" if lesson is not None else "any lesson"
         return (f"**Not measured yet.** No file in `docs/results/` has rows for {where} so far. "
