@@ -29,7 +29,6 @@ void start_exit_timer(std::string reason) {
 
 bool device_hung() { return g_device_hung.load(); }
 
-
 cudaStream_t grader_stream() {
     static cudaStream_t stream = [] {
         cudaStream_t s = nullptr;
