@@ -97,6 +97,9 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
             gate_verdict(b.student_gbps, b.reference_gbps, report.copy_gbps, report.gate_fraction, b.noise);
         b.verdict = to_string(v);
         const std::string wrong = shape.verify_student();
+        // After verify_student has freed the shape's tensors, so the copy has the memory.
+        b.size_copy_gbps = copy_bandwidth_gbps(shape.bytes);
+        b.size_copy_fraction = b.size_copy_gbps > 0 ? b.student_gbps / b.size_copy_gbps : 0;
         if (!wrong.empty()) {
             b.verdict = "wrong";
             report.gate_notes.push_back(shape.shape + " " + shape.dtype +

@@ -1,7 +1,12 @@
 /// @file gpu_case.cu
 #include "gpu_case.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
@@ -109,36 +114,67 @@ void clear_l2(cudaStream_t stream) {
     WB_CUDA_CHECK(cudaMemsetAsync(buffer, 0x5a, bytes, stream));
 }
 
-double copy_bandwidth_gbps() {
-    static double measured = 0;
-    if (measured > 0) return measured;
+namespace {
+
+/// Launches per timed sample for a call moving `bytes`: small shapes are timed over several
+/// launches on distinct tensors, so the event resolution and launch gaps are amortised and
+/// each launch still starts cold.
+int sets_for(double bytes) {
+    return bytes >= (64 << 20) ? 1 : static_cast<int>(std::min(32.0, std::ceil((64 << 20) / bytes)));
+}
+
+/// Median GB/s (read + write) of `k` device-to-device copies of `half` bytes each per event
+/// pair, on distinct buffers, L2 cleared before every sample; the first `warm` samples
+/// (clocks coming up from idle) are dropped.
+double timed_copy_gbps(size_t half, int k, int samples, int warm) {
     cudaStream_t stream = grader_stream();
-    const size_t bytes = size_t(1) << 30;
-    void *a = nullptr, *b = nullptr;
-    WB_CUDA_CHECK(cudaMalloc(&a, bytes));
-    WB_CUDA_CHECK(cudaMalloc(&b, bytes));
-    WB_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, stream));
+    std::vector<void*> src(k), dst(k);
+    for (int i = 0; i < k; ++i) {
+        WB_CUDA_CHECK(cudaMalloc(&src[i], half));
+        WB_CUDA_CHECK(cudaMalloc(&dst[i], half));
+        WB_CUDA_CHECK(cudaMemsetAsync(src[i], 1, half, stream));
+    }
     cudaEvent_t start, stop;
     WB_CUDA_CHECK(cudaEventCreate(&start));
     WB_CUDA_CHECK(cudaEventCreate(&stop));
-    std::vector<double> samples;
-    // The first copies also bring the clocks up from idle; only the later ones count.
-    for (int i = 0; i < 25; ++i) {
+    std::vector<double> times(static_cast<size_t>(samples));
+    for (int s = 0; s < warm + samples; ++s) {
         clear_l2(stream);
         WB_CUDA_CHECK(cudaEventRecord(start, stream));
-        WB_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+        for (int i = 0; i < k; ++i)
+            WB_CUDA_CHECK(cudaMemcpyAsync(dst[i], src[i], half, cudaMemcpyDeviceToDevice, stream));
         WB_CUDA_CHECK(cudaEventRecord(stop, stream));
         WB_CUDA_CHECK(cudaEventSynchronize(stop));
         float ms = 0;
         WB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        if (i >= 5) samples.push_back(ms * 1e-3);
+        if (s >= warm) times[static_cast<size_t>(s - warm)] = ms * 1e-3 / k;
     }
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
-    cudaFree(a);
-    cudaFree(b);
-    measured = gbps(2.0 * bytes, median(samples));
+    for (int i = 0; i < k; ++i) {
+        cudaFree(src[i]);
+        cudaFree(dst[i]);
+    }
+    return gbps(2.0 * static_cast<double>(half), median(std::move(times)));
+}
+
+}  // namespace
+
+double copy_bandwidth_gbps() {
+    static double measured = 0;
+    if (measured == 0) measured = timed_copy_gbps(size_t(1) << 30, 1, 20, 5);
     return measured;
+}
+
+double copy_bandwidth_gbps(double bytes) {
+    static std::map<double, double> measured;
+    auto it = measured.find(bytes);
+    if (it != measured.end()) return it->second;
+    // Half the bytes are read and half written, rounded to whole 16-byte words.
+    const size_t half = std::max<size_t>(16, static_cast<size_t>(bytes / 2) / 16 * 16);
+    const double result = timed_copy_gbps(half, sets_for(bytes), 20, 3);
+    measured[bytes] = result;
+    return result;
 }
 
 namespace {
@@ -148,10 +184,7 @@ class TimedCall {
 public:
     TimedCall(const CallBuilder& build, uint64_t seed) {
         const GpuCall first = build(seed);
-        const double bytes = bytes_moved(first);
-        // Small shapes: several launches per timed sample over distinct tensors, so the
-        // event resolution and launch gaps are amortised and each launch still starts cold.
-        const int sets = bytes >= (64 << 20) ? 1 : static_cast<int>(std::min(32.0, std::ceil((64 << 20) / bytes)));
+        const int sets = sets_for(bytes_moved(first));
         cudaStream_t stream = grader_stream();
         for (int i = 0; i < sets; ++i) {
             calls_.push_back(build(seed));

@@ -21,6 +21,8 @@ struct CaseResult {
 struct BenchResult {
     std::string shape, dtype;
     double student_gbps = 0, reference_gbps = 0, ratio = 0, copy_fraction = 0, noise = 0;
+    /// A copy of the same bytes timed the same way, and the student's fraction of it.
+    double size_copy_gbps = 0, size_copy_fraction = 0;
     std::string verdict;
 };
 
