@@ -326,14 +326,24 @@ def results_table(results, lesson=None):
         blocks.append(
             f"Measured on **{md_cell(data['gpu'])}** (driver {md_cell(data['driver'])}, CUDA {md_cell(data['cuda'])}, "
             f"{data['date']}, commit `{commit}`). The device's own copy bandwidth, measured in the same run: "
-            f"**{data['copy_gbps']:.0f} GB/s**. Source: `docs/results/{data['_slug']}.json`.")
-        head = "| lesson | shape | dtype | reference GB/s | % of copy |" if lesson is None else \
-               "| shape | dtype | reference GB/s | % of copy |"
-        rule = "|---:|---|---|---:|---:|" if lesson is None else "|---|---|---:|---:|"
+            f"**{data['copy_gbps']:.0f} GB/s**. Source: `docs/results/{data['_slug']}.json`."
+            + (" \"% of same-size copy\" is against a copy of the row's own bytes timed the same way: below "
+               "about 256 MiB a copy itself stays well under the large copy's bandwidth (launch, last wave, "
+               "and the write-back of what the L2 clear left dirty)." if any(r.get("size_copy_fraction") for r in rows)
+               else ""))
+        # Results measured before the same-size copy existed have no such column.
+        sized = any(r.get("size_copy_fraction") for r in rows)
+        head = "| shape | dtype | reference GB/s | % of copy |" + (" % of same-size copy |" if sized else "")
+        rule = "|---|---|---:|---:|" + ("---:|" if sized else "")
+        if lesson is None:
+            head, rule = "| lesson " + head, "|---:" + rule
         table = [head, rule]
         for r in rows:
             cells = [md_cell(r["shape"]), md_cell(r["dtype"]), f"{r['reference_gbps']:.0f}",
                      f"{100.0 * r['copy_fraction']:.1f} %"]
+            if sized:
+                size = r.get("size_copy_fraction")
+                cells.append(f"{100.0 * size:.1f} %" if isinstance(size, (int, float)) and size > 0 else "–")
             if lesson is None:
                 cells.insert(0, str(int(r["lesson"])))
             table.append("| " + " | ".join(cells) + " |")

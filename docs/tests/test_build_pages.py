@@ -161,7 +161,11 @@ class GeneratorTest(unittest.TestCase):
         self.assertIn("**3000 GB/s**", page)
         self.assertIn("Not measured yet", self.wb.page("lesson1.md"))
         results = self.wb.page("results.md")
-        self.assertIn("| 7 | chain 128x4096 x 32 layers | bf16 | 1500 | 50.0 % |", results)
+        self.assertIn("| 7 | chain 128x4096 x 32 layers | bf16 | 1500 | 50.0 % | – |", results)
+        # The same-size copy column appears where a row has it; older rows show a dash.
+        self.assertIn("| 3 | 32768x4096 | f32 | 2712 | 90.4 % | 95.0 % |", results)
+        self.assertIn("| 3 | 4096x65536 | f32 | 2550 | 85.0 % | – |", results)
+        self.assertNotIn("same-size copy", page)  # lesson 2's rows predate it: no empty column
 
     def test_no_results_means_not_measured(self):
         empty = os.path.join(self.wb.root, "no-results")
