@@ -59,9 +59,10 @@ void clear_l2(cudaStream_t stream);
 /// The device's copy bandwidth (GB/s, read + write), measured once per process on large cold copies.
 double copy_bandwidth_gbps();
 
-/// GB/s of a device-to-device copy moving `bytes` (read + write), timed the way a benchmark
-/// shape of that many bytes is: L2 cleared before each sample, the same launches per sample.
-/// The roofline at that size, launch and last wave included; measured once per size.
+/// GB/s of a copy kernel moving `bytes` (read + write), timed the way a benchmark shape of
+/// that many bytes is: L2 cleared before each sample, the same launches per sample, captured
+/// into a CUDA graph. The roofline at that size, launch and last wave included; measured
+/// once per size.
 double copy_bandwidth_gbps(double bytes);
 
 }  // namespace workbook

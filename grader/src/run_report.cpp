@@ -60,8 +60,8 @@ void print_bench_table(const RunReport& r) {
                 "gate: ratio >= %.2f, less the noise band\n",
                 r.copy_gbps, 100.0 * noise, r.gate_fraction);
     if (!r.bench.empty())
-        std::printf("  %%copy: of that large copy. %%copy@sz: of a copy of the same bytes, timed the same way "
-                    "(the roofline at this size: launch, last wave and L2 write-back included)\n");
+        std::printf("  %%copy: of that large copy. %%copy@sz: of a plain copy kernel moving the same bytes, "
+                    "timed the same way (the roofline at this size: launch, last wave and L2 write-back included)\n");
     for (const std::string& note : r.gate_notes) std::printf("  %s\n", note.c_str());
 }
 
