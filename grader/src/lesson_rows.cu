@@ -104,6 +104,9 @@ std::vector<RowsCase> row_cases() {
          0, 0, 1e-5f, 2, true, true},
         {"past_2pow31_elements", "rows x stride past 2^31 elements: 64-bit indexing", 32769, 65536, InputKind::normal,
          0, 0, 0, 0, 0, 1e-5f, 1},
+        {"short_rows_partial_block", "1001 rows of 256 columns: a block of several rows ends part-way", 1001, 256},
+        {"short_rows_strided", "1003 rows of 512 columns with padded row strides", 1003, 512, InputKind::normal, 8, 24,
+         0, 0, 0, 1e-5f, 2, true},
     };
     return v;
 }

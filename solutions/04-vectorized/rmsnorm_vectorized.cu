@@ -263,6 +263,65 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) rmsnorm_rows_kernel(
     }
 }
 
+/**
+ * Short rows at full width (32·ITERS vectors, 256 or 512 fp16/bf16 columns): one-warp
+ * blocks, each lane owning vectors lane and lane + 32 (ITERS of them) of R consecutive
+ * rows. The R rows' loads are all in flight together, the weight is read and converted
+ * once for R rows, and the R sums reduce in interleaved shuffles.
+ */
+template <typename T, int VEC, int ITERS, int R>
+__global__ void __launch_bounds__(kWarpSize) rmsnorm_warp_rows_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    const int lane = threadIdx.x;
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * R;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+
+    P xv[R][ITERS];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int64_t row = first + r;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i)
+            if (row < a.rows) xv[r][i] = reinterpret_cast<const P*>(a.x + row * a.x_row_stride)[lane + i * kWarpSize];
+    }
+    // After the loads of x, so its latency hides under theirs.
+    float g[ITERS][VEC];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) unpack(reinterpret_cast<const P*>(a.weight)[lane + i * kWarpSize], g[i]);
+
+    float xf[R][ITERS][VEC], sum[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        sum[r] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            unpack(xv[r][i], xf[r][i]);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) sum[r] = fmaf(xf[r][i][k], xf[r][i][k], sum[r]);
+        }
+    }
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+#pragma unroll
+        for (int r = 0; r < R; ++r) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int64_t row = first + r;
+        // rsqrtf is within 2 ulp, far inside the tolerance; this kernel is latency-bound.
+        const float inv_rms = rsqrtf(sum[r] * inv_cols + a.eps);
+        if (row < a.rows) {
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                float f[VEC];
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) f[k] = xf[r][i][k] * inv_rms * g[i][k];
+                reinterpret_cast<P*>(a.y + row * a.y_row_stride)[lane + i * kWarpSize] = pack<T, VEC>(f);
+            }
+        }
+    }
+}
+
 /// Rows too long for registers: one block per row, the sum streamed in a first pass and
 /// the row read again (mostly from L2, where the first pass just left it) in the second.
 template <typename T, int VEC, int BLOCK>
@@ -339,6 +398,18 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 1024) return launch_rows<T, VEC, 1024, 1>(a, stream);
             if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
             if (nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
+        }
+    }
+    // 256 and 512 columns of fp16/bf16: one-warp blocks of R rows. Measured on an H100,
+    // 2–3% faster at 256 columns and up to 2% at 512 than the row groups below.
+    if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (nvec == kWarpSize && (a.rows + 3) / 4 <= kMaxGrid) {
+            rmsnorm_warp_rows_kernel<T, VEC, 1, 4><<<static_cast<int>((a.rows + 3) / 4), kWarpSize, 0, stream>>>(a);
+            return cudaGetLastError();
+        }
+        if (nvec == 2 * kWarpSize && (a.rows + 1) / 2 <= kMaxGrid) {
+            rmsnorm_warp_rows_kernel<T, VEC, 2, 2><<<static_cast<int>((a.rows + 1) / 2), kWarpSize, 0, stream>>>(a);
+            return cudaGetLastError();
         }
     }
     // Many rows: enough loads in flight per thread to cover the memory latency. Short rows
