@@ -323,16 +323,15 @@ def results_table(results, lesson=None):
         if not rows:
             continue
         commit = str(data["commit"])[:12]
+        # Results measured before the same-size copy existed have no such column.
+        sized = any(r.get("size_copy_fraction") for r in rows)
         blocks.append(
             f"Measured on **{md_cell(data['gpu'])}** (driver {md_cell(data['driver'])}, CUDA {md_cell(data['cuda'])}, "
             f"{data['date']}, commit `{commit}`). The device's own copy bandwidth, measured in the same run: "
             f"**{data['copy_gbps']:.0f} GB/s**. Source: `docs/results/{data['_slug']}.json`."
             + (" \"% of same-size copy\" is against a plain copy kernel moving the row's own bytes, timed the "
                "same way: below about 256 MiB a copy itself stays well under the large copy's bandwidth (launch, last wave, "
-               "and the write-back of what the L2 clear left dirty)." if any(r.get("size_copy_fraction") for r in rows)
-               else ""))
-        # Results measured before the same-size copy existed have no such column.
-        sized = any(r.get("size_copy_fraction") for r in rows)
+               "and the write-back of what the L2 clear left dirty)." if sized else ""))
         head = "| shape | dtype | reference GB/s | % of copy |" + (" % of same-size copy |" if sized else "")
         rule = "|---|---|---:|---:|" + ("---:|" if sized else "")
         if lesson is None:
