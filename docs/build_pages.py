@@ -315,6 +315,19 @@ def torch_block(data, lesson):
             "\n".join(table)]
 
 
+def targets_block(data):
+    """The reference targets a results file checked (scripts/collect-results), if it has them."""
+    found = data.get("targets", [])
+    if not found:
+        return []
+    table = ["| target | met | short of it |", "|---|---:|---|"]
+    for t in found:
+        table.append(f"| {md_cell(t['target'])} | {t['met']} of {t['total']} | "
+                     + md_cell("; ".join(t.get("short", [])) or "–") + " |")
+    return ["The design's targets for the references, checked against this run (rows that miss, worst first):",
+            "\n".join(table)]
+
+
 def results_table(results, lesson=None):
     """Markdown for the measured tables: one per GPU file that has rows for `lesson` (None: all)."""
     blocks = []
@@ -348,6 +361,8 @@ def results_table(results, lesson=None):
             table.append("| " + " | ".join(cells) + " |")
         blocks.append("\n".join(table))
         blocks += torch_block(data, lesson)
+        if lesson is None:
+            blocks += targets_block(data)
     if not blocks:
         where = f"lesson {lesson}" if lesson is not None else "any lesson"
         return (f"**Not measured yet.** No file in `docs/results/` has rows for {where} so far. "

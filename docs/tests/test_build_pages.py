@@ -166,6 +166,9 @@ class GeneratorTest(unittest.TestCase):
         self.assertIn("| 3 | 32768x4096 | f32 | 2712 | 90.4 % | 95.0 % |", results)
         self.assertIn("| 3 | 4096x65536 | f32 | 2550 | 85.0 % | – |", results)
         self.assertNotIn("same-size copy", page)  # lesson 2's rows predate it: no empty column
+        # The targets the results file checked are shown on the all-lessons page only.
+        self.assertIn("| 1 of 2 | 4 32768x512 f16 82.4% |", results)
+        self.assertNotIn("short of it", page)
 
     def test_no_results_means_not_measured(self):
         empty = os.path.join(self.wb.root, "no-results")

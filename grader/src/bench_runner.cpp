@@ -81,6 +81,7 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
         BenchResult b;
         b.shape = shape.shape;
         b.dtype = shape.dtype;
+        b.bytes = shape.bytes;
         if (!errors[i].empty()) {
             b.verdict = "error";
             report.gate_notes.push_back(shape.shape + " " + shape.dtype + ": " + errors[i]);

@@ -22,6 +22,7 @@ bool write_json(const RunReport& r, const std::string& path) {
     for (const BenchResult& b : r.bench)
         j["bench"].push_back({{"shape", b.shape},
                               {"dtype", b.dtype},
+                              {"bytes", b.bytes},
                               {"student_gbps", b.student_gbps},
                               {"reference_gbps", b.reference_gbps},
                               {"ratio", b.ratio},

@@ -23,6 +23,8 @@ struct BenchResult {
     double student_gbps = 0, reference_gbps = 0, ratio = 0, copy_fraction = 0, noise = 0;
     /// A copy of the same bytes timed the same way, and the student's fraction of it.
     double size_copy_gbps = 0, size_copy_fraction = 0;
+    /// Bytes one launch moves (each input read once, each output written once).
+    double bytes = 0;
     std::string verdict;
 };
 

@@ -126,9 +126,46 @@ class CollectResultsTests(unittest.TestCase):
             self.assertIn("| tie |", out)
             self.assertIn("| slower |", out)
             self.assertIn("1 faster, 1 tie, 1 slower, of 3 rows", out)
+            self.assertIn("| 2 of 3 | 4 16x4096 fp16 0.833 |", out)  # the parity target, checked
+            self.assertNotIn("every shape moving", out)  # a report without bytes per shape checks no size target
             code, out = script("collect-results", tmp, "--torch", os.path.join(tmp, "missing.json"))
             self.assertNotEqual(code, 0)
             self.assertIn("torch_compare", out)
+
+    def test_targets_name_the_rows_that_miss(self):
+        mib = 2**20
+        with tempfile.TemporaryDirectory() as tmp:
+            bench = [  # shape, dtype, share of the large copy, share of a same-size copy, bytes
+                ("32768x4096", "f16", 0.97, 0.99, 512 * mib),
+                ("32768x512", "bf16", 0.82, 1.00, 64 * mib),   # short of 90%, but at its size's copy
+                ("16384x4095", "f16", 0.76, 0.80, 256 * mib),  # short of both
+                ("32768x256", "f16", 0.75, 0.99, 32 * mib),    # under 64 MiB: not a target shape
+                ("16384x4096", "f32", 0.50, 0.50, 512 * mib),  # fp32: not a target shape
+            ]
+            report = {"lesson": "lesson4", "verdict": "pass", "gpu": "Test GPU", "copy_gbps": 3000.0,
+                      "bench": [{"shape": s, "dtype": d, "reference_gbps": 3000.0 * c, "copy_fraction": c,
+                                 "size_copy_fraction": z, "noise": 0.01, "bytes": b} for s, d, c, z, b in bench]}
+            chain = {"lesson": "lesson7", "verdict": "pass", "gpu": "Test GPU", "copy_gbps": 3000.0, "bench": [],
+                     "gate_notes": ["reference chain_1x4096 f16 chain: 3.0 us per layer with PDL, 3.6 without (+15.0%)",
+                                    "reference chain_64x8192 bf16 chain: 5.0 us per layer with PDL, 5.02 without (+0.4%)",
+                                    "your chain_1x4096 f16 chain: 3.6 us per layer with PDL, 3.6 without (+0.0%)"]}
+            for name, r in (("lesson4", report), ("lesson7", chain)):
+                with open(os.path.join(tmp, name + ".json"), "w", encoding="utf-8") as f:
+                    json.dump(r, f)
+            code, out = script("collect-results", tmp)
+            self.assertEqual(code, 0, out)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                found = {t["target"].split(":")[0]: t for t in json.load(f)["targets"]}
+            large = found["lessons 4–8, fp16/bf16, every shape moving ≥ 64 MiB"]
+            self.assertEqual((large["met"], large["total"]), (1, 3))
+            self.assertEqual(large["short"], ["4 16384x4095 f16 76.0%", "4 32768x512 bf16 82.0%"])
+            sized = next(t for k, t in found.items() if "own size" in t["target"])
+            self.assertEqual((sized["met"], sized["total"]), (2, 3))
+            self.assertEqual(sized["short"], ["4 16384x4095 f16 76.0% / 80.0%"])
+            pdl = found["lesson 7"]  # the reference's chains only, not the submission's
+            self.assertEqual((pdl["met"], pdl["total"], pdl["short"]), (1, 2, ["chain_64x8192 bf16 +0.4%"]))
+            self.assertIn("## Targets", out)
+            self.assertIn("| 1 of 3 |", out)
 
 
 if __name__ == "__main__":
