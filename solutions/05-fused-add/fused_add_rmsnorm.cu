@@ -12,7 +12,8 @@
  *    each thread reads all of its elements before it writes any of them, and no element is
  *    read by one thread and written by another, so the aliasing is harmless;
  *  - the same vector width rule and launch shapes as lesson 4, with half the elements per
- *    thread, since a thread now holds two inputs.
+ *    thread, since a thread now holds two inputs, and lesson 4's one-warp blocks of several
+ *    rows at 256 and 512 fp16/bf16 columns.
  *
  * What it leaves out: 16-bit rows of more than 32768 cols (fp32 rows of more than 16384)
  * do not fit in one block's registers twice over. Up to 65536 cols at 16-byte width, x
@@ -431,6 +432,90 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_stream_ker
 /// One block per row group; the hardware balances the tail.
 inline int grid_for(int64_t row_groups) { return static_cast<int>(row_groups < kMaxGrid ? row_groups : kMaxGrid); }
 
+/**
+ * Short rows at full width, 256 or 512 fp16/bf16 columns (32·ITERS vectors), back to back
+ * with every offset below 2^31 (the launcher checks): one-warp blocks, each lane owning the
+ * same vector (or two) of R consecutive rows, as in lesson 4. All 2·R·ITERS loads are in
+ * flight together; the row length is a compile-time constant and the offsets are 32-bit,
+ * which this short, latency-bound kernel feels. Every lane reads all of its elements
+ * before it writes any, so y == x and residual_out == residual stay safe.
+ */
+template <typename T, int VEC, int ITERS, int R>
+__global__ void __launch_bounds__(kWarpSize) fused_add_warp_rows_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    constexpr int kCols = kWarpSize * ITERS * VEC;
+    const int lane = threadIdx.x;
+    const int rows = static_cast<int>(a.rows);
+    const int first = static_cast<int>(blockIdx.x) * R;
+    P xv[R][ITERS], rv[R][ITERS];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = first + r;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (row < rows) {
+                xv[r][i] = reinterpret_cast<const P*>(a.x + row * kCols)[lane + i * kWarpSize];
+                rv[r][i] = reinterpret_cast<const P*>(a.residual + row * kCols)[lane + i * kWarpSize];
+            }
+        }
+    }
+    // After the inputs, so its latency hides under theirs.
+    float g[ITERS][VEC];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const P w = reinterpret_cast<const P*>(a.weight)[lane + i * kWarpSize];  // one 16-byte load
+        unpack(w, g[i]);
+    }
+    float s[R][ITERS][VEC], sum[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = first + r;
+        sum[r] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            float f[VEC];
+            unpack(xv[r][i], s[r][i]);
+            unpack(rv[r][i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                s[r][i][k] += f[k];
+                sum[r] = fmaf(s[r][i][k], s[r][i][k], sum[r]);
+            }
+            // residual_out leaves now; the fp32 sum stays in registers for y.
+            const P out = pack<T, VEC>(s[r][i]);
+            if (row < rows) reinterpret_cast<P*>(a.residual_out + row * kCols)[lane + i * kWarpSize] = out;
+        }
+    }
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+#pragma unroll
+        for (int r = 0; r < R; ++r) sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], offset);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = first + r;
+        const float inv_rms = rsqrtf(sum[r] * (1.0f / kCols) + a.eps);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            float f[VEC];
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] = s[r][i][k] * inv_rms * g[i][k];
+            const P out = pack<T, VEC>(f);
+            if (row < rows) reinterpret_cast<P*>(a.y + row * kCols)[lane + i * kWarpSize] = out;
+        }
+    }
+}
+
+/// One launch of fused_add_warp_rows_kernel, when its rows' offsets fit in 32 bits
+/// (the last block's rows past the end included); false when they do not.
+template <typename T, int VEC, int ITERS, int R>
+bool launch_warp_rows(const Args<T>& a, cudaStream_t stream, cudaError_t& err) {
+    const int64_t blocks = (a.rows + R - 1) / R;
+    if (blocks * R * a.cols >= (int64_t{1} << 31)) return false;
+    fused_add_warp_rows_kernel<T, VEC, ITERS, R><<<static_cast<int>(blocks), kWarpSize, 0, stream>>>(a);
+    err = cudaGetLastError();
+    return true;
+}
+
 template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
@@ -461,6 +546,13 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 1024) return launch_rows<T, VEC, 1024, 1>(a, stream);
             if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
         }
+    }
+    // 256 and 512 columns of fp16/bf16: one-warp blocks of 4 (2) rows. Measured on an H100,
+    // 2–4% faster than the row groups below at 256 columns and up to 2.5% at 512.
+    if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        cudaError_t err = cudaSuccess;
+        if (nvec == kWarpSize && launch_warp_rows<T, VEC, 1, 4>(a, stream, err)) return err;
+        if (nvec == 2 * kWarpSize && launch_warp_rows<T, VEC, 2, 2>(a, stream, err)) return err;
     }
     if (nvec <= 2 * K) return launch_rows<T, VEC, 2, K>(a, stream);
     if (nvec <= 4 * K) return launch_rows<T, VEC, 4, K>(a, stream);
