@@ -491,7 +491,7 @@ inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintp
  * system's. With 16-byte accesses (8 fp16/bf16 or 4 fp32 elements) a warp moves 512 bytes
  * per load instruction and each thread keeps up to 8 of them in flight. Measured on an
  * H100 against a large device-to-device copy (about 3.0 TB/s): fp16 and bf16 tensors of
- * 256 MiB and more run at 94–99% of it, 128 MiB at about 90%, 64 MiB at about 82% (a copy
+ * 256 MiB and more run at 94–99% of it, 128 MiB at about 90%, 64 MiB at about 83% (a copy
  * kernel of that size, timed the same way, is no faster: the launch, the last wave and the
  * L2 write-back cost a fixed few microseconds), and a decode batch of 1 to 16 rows of 4096
  * takes under 5 µs. A misaligned pointer or stride, or cols not a multiple of the width,
