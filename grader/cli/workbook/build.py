@@ -87,6 +87,22 @@ def library(lesson, which):
     return os.path.join(BUILD_DIR, "lib", f"{lesson.name}_{which}.so")
 
 
+def compile_command(lesson, source_copy, out):
+    """The compiler command that builds `source_copy` (a submission's bytes) into the library `out`."""
+    cfg = config()
+    define = f'-DWORKBOOK_SOURCE="{source_copy}"'
+    includes = ["-I", cfg["include_dir"]]
+    adapter = cfg["adapter_cpp"] if lesson.number == 1 else cfg["adapter_cu"]
+    if lesson.number == 1:
+        return [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", *includes,
+                "-DWORKBOOK_LESSON=1", define, "-x", "c++", adapter, "-o", out]
+    archs = [a for a in cfg["cuda_architectures"].split(",") if a]
+    gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+    return [cfg["nvcc"], "-std=c++17", "-O3", *gencode, "--expt-relaxed-constexpr", "-cudart", "shared",
+            "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared", *includes, f"-DWORKBOOK_LESSON={lesson.number}",
+            define, adapter, "-o", out, f"-L{cfg['cuda_library_dir']}"]
+
+
 def compile_source(lesson, source):
     """Compiles any file written against the lesson's contract; returns the library's path."""
     if not os.path.isfile(source):
@@ -106,17 +122,7 @@ def compile_source(lesson, source):
     copy = os.path.join(out_dir, f"{lesson.name}-{key}.src")
     with open(copy, "wb") as f:
         f.write(content)
-    define = f'-DWORKBOOK_SOURCE="{copy}"'
-    includes = ["-I", cfg["include_dir"]]
-    if lesson.number == 1:
-        cmd = [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", *includes,
-               "-DWORKBOOK_LESSON=1", define, "-x", "c++", adapter, "-o", out + ".tmp"]
-    else:
-        archs = [a for a in cfg["cuda_architectures"].split(",") if a]
-        gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
-        cmd = [cfg["nvcc"], "-std=c++17", "-O3", *gencode, "--expt-relaxed-constexpr", "-cudart", "shared",
-               "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared", *includes, f"-DWORKBOOK_LESSON={lesson.number}",
-               define, adapter, "-o", out + ".tmp", f"-L{cfg['cuda_library_dir']}"]
+    cmd = compile_command(lesson, copy, out + ".tmp")
     code, output = _run(cmd)
     if code != 0:
         # Point the compiler's messages at the learner's file, not the hashed copy.

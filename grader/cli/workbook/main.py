@@ -25,6 +25,7 @@ from . import exitcodes, hints, progress
 from .build import BuildError, build_targets, compile_source, config, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
 from . import interview, leaderboard
+from .board.grading import BoardLimits
 from .stub import reset_exercise, is_untouched
 
 
@@ -216,7 +217,18 @@ def _leaderboard_parser():
     p.add_argument("folder", help="the submissions (or, after merge lessonN, the results folder)")
     p.add_argument("extra", nargs="?", help=argparse.SUPPRESS)
     p.add_argument("--out", metavar="DIR", help="write leaderboard.md, .csv, .json and .html there")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per submission (default 900)")
+    p.add_argument("--timeout", type=int, default=900, help="grading seconds per submission (default 900)")
+    p.add_argument("--compile-timeout", type=int, default=300, help="compile seconds per submission (default 300)")
+    p.add_argument("--memory-limit", type=int, default=16384, metavar="MIB",
+                   help="host memory of one submission's processes together, MiB (default 16384)")
+    p.add_argument("--output-limit", type=int, default=8, metavar="MIB",
+                   help="what one submission may print, MiB (default 8; head and tail are kept)")
+    p.add_argument("--file-size-limit", type=int, default=1024, metavar="MIB",
+                   help="largest file a submission may write, MiB (default 1024)")
+    p.add_argument("--process-limit", type=int, default=256, metavar="N",
+                   help="processes one submission may run at once (default 256)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="grade without bubblewrap (only for trusted code; every export says so)")
     p.add_argument("--gpus", help="grade in parallel, one submission per GPU: --gpus 0,1,2,3")
     p.add_argument("--no-cache", action="store_true", help="grade again even if the file was graded before")
     p.add_argument("--only", type=int, metavar="I", help="grade only the I-th submission (a Slurm array task)")
@@ -237,8 +249,10 @@ def run_leaderboard(argv):
             gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
         except ValueError:
             raise UsageError(f"--gpus takes device numbers like 0,1,2, not '{args.gpus}'")
-    return leaderboard.run(args.lesson, args.folder, args.out, args.timeout, gpus, not args.no_cache, args.only,
-                           args.result_dir, args.slurm)
+    limits = BoardLimits(args.timeout, args.compile_timeout, args.memory_limit, args.output_limit,
+                         args.file_size_limit, args.process_limit)
+    return leaderboard.run(args.lesson, args.folder, args.out, limits, gpus, not args.no_cache, args.only,
+                           args.result_dir, args.slurm, not args.no_sandbox)
 
 
 def main(argv):

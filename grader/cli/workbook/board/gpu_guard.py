@@ -1,0 +1,37 @@
+"""Is anything else using the GPU? A timing taken next to another process is not a clean one."""
+import subprocess
+
+
+def gpu_identity(device=None):
+    """Name, driver and SM clock of the GPU a grading process will see; 'no GPU' without one."""
+    cmd = ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"]
+    if device is not None:
+        cmd += ["-i", str(device)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            name, driver, clock = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
+            return {"gpu": name, "driver": driver, "sm_clock": clock}
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    return {"gpu": "no GPU", "driver": "", "sm_clock": ""}
+
+
+def foreign_processes(device=None):
+    """(processes, note): the compute processes nvidia-smi lists on `device` ("pid (name, MiB)"),
+    and a note when that could not be checked (None when it was)."""
+    cmd = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits"]
+    if device is not None:
+        cmd += ["-i", str(device)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], f"could not ask nvidia-smi for the GPU's processes ({type(e).__name__})"
+    if out.returncode != 0:
+        return [], f"nvidia-smi could not list the GPU's processes: {out.stdout.strip() or out.stderr.strip()}"
+    found = []
+    for line in out.stdout.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].isdigit():
+            found.append(f"pid {parts[0]} ({parts[1]}, {parts[2]} MiB)")
+    return found, None

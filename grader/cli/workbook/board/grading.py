@@ -1,0 +1,176 @@
+"""Building and grading one submission inside the sandbox, and naming what happened.
+
+The submission's file is copied into a private folder; the compiler and then the grader run on it in
+the sandbox. The grader's verdict comes back on a pipe the board created (its write end handed to the
+grader as an open descriptor, not a path), is parsed as exactly one JSON document, and is checked
+against the seed the board drew and the grader's exit status before it is believed.
+"""
+import json
+import os
+import secrets
+import shutil
+import signal
+
+from .. import exitcodes
+from ..build import compile_command, config, library
+from .gpu_guard import foreign_processes, gpu_identity
+from .ranking import summarise
+from .result_store import file_hash
+from .sandbox import Limits
+
+MiB = 1024 * 1024
+
+
+class BoardLimits:
+    """The board's limits per submission (README documents the defaults and the options)."""
+
+    def __init__(self, timeout=900, compile_timeout=300, memory_mib=16384, output_mib=8, file_mib=1024,
+                 processes=256):
+        self.grading = Limits(timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
+        self.compile = Limits(compile_timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
+
+
+def classify(report, code, timed_out):
+    """A short name for what the grader's report says, for the table."""
+    if timed_out:
+        return "time limit"
+    verdict = report.get("verdict") if report else None
+    reason = (report or {}).get("reason", "")
+    if verdict == "pass":
+        return "correct"
+    if verdict == "fail-gate":
+        return "correct, below the gate"
+    if verdict == "fail-build" or code == exitcodes.FAIL_BUILD:
+        return "compile error"
+    if verdict == "no-gpu" or code == exitcodes.NO_GPU:
+        return "no GPU"
+    if verdict == "fail-correctness":
+        if "IllegalAddress" in reason or "illegal address" in reason:
+            return "illegal address"
+        if "did not finish" in reason:
+            return "hang"
+        if "crashed" in reason:
+            return "crash"
+        if "wrote outside the output" in reason:
+            return "write outside the output"
+        case = reason.split(":", 1)[0].strip() if ":" in reason else ""
+        return f"wrong answer at {case}" if case else "wrong answer"
+    return f"grader exited with {code}"
+
+
+def read_report(raw, seed, lesson):
+    """(report, problem): the grader's JSON report, or why it cannot be believed."""
+    if not raw:
+        return None, None
+    try:
+        report, end = json.JSONDecoder().raw_decode(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "the report channel held something that is not the grader's JSON report"
+    if raw.decode("utf-8")[end:].strip():
+        return None, "more than one report arrived on the report channel"
+    if not isinstance(report, dict) or str(report.get("seed")) != seed or report.get("lesson") not in (
+            lesson.number, lesson.name, str(lesson.number)):
+        return None, "the report does not carry the lesson and seed the board gave this run"
+    return report, None
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _compile_problem(text, copy_name, shown_name):
+    lines = text.replace(copy_name, shown_name).splitlines()
+    first = next((l for l in lines if "error" in l), None)
+    return first or (lines[0] if lines else "the compiler failed without a message")
+
+
+def grade_submission(lesson, name, path, sandbox, store, limits, device=None, use_cache=True):
+    """Builds and grades one submission in the sandbox; returns its result record."""
+    ident = gpu_identity(device)
+    cfg = config()
+    reference = library(lesson, "reference")
+    parts = [lesson.number, file_hash(path), ident["gpu"], file_hash(cfg["grader"]),
+             file_hash(reference) if os.path.exists(reference) else "", sandbox.mode]
+    key = store.key_for(*parts)
+    if use_cache:
+        cached = store.cached(key)
+        if cached is not None:
+            cached.update({"name": name, "source": path, "cached": True})
+            return cached
+    record = {"name": name, "source": path, "lesson": lesson.name, **ident, "cached": False,
+              "sandbox": sandbox.mode, "bench": [], "clean": True}
+    record.update(summarise([]))
+    work = sandbox.workdir()
+    try:
+        record.update(_build_and_grade(lesson, name, path, sandbox, limits, device, work, cfg, reference))
+    finally:
+        sandbox.discard(work)
+    record.update(summarise(record["bench"]))
+    store.remember(key, record)
+    return record
+
+
+def _build_and_grade(lesson, name, path, sandbox, limits, device, work, cfg, reference):
+    ext = ".cpp" if lesson.number == 1 else ".cu"
+    copy = os.path.join(work, "submission" + ext)
+    shutil.copyfile(path, copy)
+    lib = os.path.join(work, "submission.so")
+    if sandbox.mode == "unprivileged" and os.geteuid() == 0:
+        os.chown(copy, 65534, 65534)
+    shown = os.path.basename(path)
+    build = sandbox.run(compile_command(lesson, sandbox.inside(copy, work), sandbox.inside(lib, work)), work,
+                        limits.compile, device=device, report=False)
+    left = list(build.left_behind)
+    if build.limit:
+        return {"status": f"compile {build.limit}", "verdict": "fail-build", "left_behind": left,
+                "detail": f"the compiler hit the {build.limit} ({_limit_value(build.limit, limits.compile)})"}
+    if build.code != 0 or not os.path.exists(lib):
+        return {"status": "compile error", "verdict": "fail-build", "left_behind": left,
+                "detail": _compile_problem(build.output(), sandbox.inside(copy, work), shown)}
+
+    seed = str(secrets.randbits(63))  # drawn now, after the submission is fixed: it cannot be anticipated
+    cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", sandbox.inside(lib, work),
+           "--source-name", name, "--seed", seed, "--json", "/dev/fd/{report_fd}"]
+    if lesson.needs_gpu:
+        cmd += ["--reference", reference]
+    foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
+    run = sandbox.run(cmd, work, limits.grading, device=device, report=True)
+    left += run.left_behind
+    result = {"seed": seed, "left_behind": left, "output_bytes": run.output_bytes,
+              "peak_memory_mib": round(run.peak_memory / MiB), "gpu_check": note or "checked"}
+    if foreign:
+        result.update({"clean": False, "foreign_gpu": foreign})
+    if run.limit:
+        return {**result, "status": run.limit, "verdict": None,
+                "detail": f"stopped at the {run.limit} ({_limit_value(run.limit, limits.grading)})"}
+    report, problem = read_report(run.report, seed, lesson)
+    if run.report_overflow:
+        problem = "the report channel received more than 4 MiB"
+    if problem:
+        return {**result, "status": "report tampered", "verdict": None, "detail": problem}
+    if report is None:
+        if run.signal:
+            return {**result, "status": f"crashed (signal {run.signal}, {_signal_name(run.signal)})",
+                    "verdict": None, "detail": run.output().strip()[-200:]}
+        return {**result, "status": "exited during grading", "verdict": None,
+                "detail": f"the process exited with code {run.code} before the grader wrote its verdict"}
+    if report.get("verdict") == "pass" and run.code != exitcodes.PASS:
+        return {**result, "status": "report tampered", "verdict": None,
+                "detail": f"the report says pass but the grading process ended with "
+                          f"{'signal ' + str(run.signal) if run.signal else 'code ' + str(run.code)}"}
+    status = classify(report, run.code, False)
+    result.update({"status": status, "verdict": report.get("verdict"), "detail": report.get("reason", ""),
+                   "bench": report.get("bench", []), "cuda": report.get("cuda", "")})
+    if report.get("driver"):
+        result["driver"] = report["driver"]
+    return result
+
+
+def _limit_value(limit, limits):
+    return {"time limit": f"{limits.seconds} s", "memory limit": f"{limits.memory_bytes // MiB} MiB",
+            "output limit": f"{limits.output_bytes // MiB} MiB of output",
+            "file size limit": f"{limits.file_bytes // MiB} MiB per file",
+            "process limit": f"{limits.processes} processes"}.get(limit, "")
