@@ -1,5 +1,6 @@
-"""The instructors' leaderboard: ranking, ties, GPU separation, exports, and a real run on lesson 1
-with a correct, a wrong, a broken and a hanging submission."""
+"""The instructors' leaderboard: ranking, ties, GPU separation, exports, the signed result store, and
+real runs on lesson 1: a hostile class of eighteen submissions graded twice (hostile_class.py), a
+tampered cache, a board without a sandbox, and a Slurm array's records merged."""
 import json
 import os
 import shutil
@@ -11,6 +12,10 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
 from workbook import leaderboard  # noqa: E402
+from workbook.board import exports, ranking  # noqa: E402
+from workbook.board.grading import classify  # noqa: E402
+from workbook.board.result_store import ResultStore  # noqa: E402
+import hostile_class  # noqa: E402
 from workbook.lessons import find_lesson  # noqa: E402
 
 
@@ -18,30 +23,30 @@ def result(name, gbps, status="correct", gpu="GPU A", noise=0.01):
     bench = [{"student_gbps": gbps, "ratio": gbps / 2000.0, "copy_fraction": gbps / 3000.0, "noise": noise}] \
         if gbps else []
     r = {"name": name, "status": status, "gpu": gpu, "detail": "" if status == "correct" else "why", "bench": bench}
-    r.update(leaderboard.summarise(bench))
+    r.update(ranking.summarise(bench))
     return r
 
 
 class RankingTests(unittest.TestCase):
     def test_correct_ranked_by_bandwidth_failures_last(self):
-        ranked = leaderboard.rank([result("slow", 1000), result("fast", 2500), result("broken", 0, "compile error"),
+        ranked = ranking.rank([result("slow", 1000), result("fast", 2500), result("broken", 0, "compile error"),
                                    result("mid", 1800)])["GPU A"]
         self.assertEqual([r["name"] for r in ranked], ["fast", "mid", "slow", "broken"])
         self.assertEqual([r["rank"] for r in ranked], [1, 2, 3, None])
 
     def test_results_inside_the_noise_band_tie(self):
-        ranked = leaderboard.rank([result("a", 2000, noise=0.02), result("b", 1980, noise=0.02),
+        ranked = ranking.rank([result("a", 2000, noise=0.02), result("b", 1980, noise=0.02),
                                    result("c", 1500)])["GPU A"]
-        self.assertEqual([leaderboard._rank_text(r) for r in ranked], ["=1", "=1", "3"])
+        self.assertEqual([ranking.rank_text(r) for r in ranked], ["=1", "=1", "3"])
 
     def test_each_gpu_model_is_ranked_on_its_own(self):
-        ranked = leaderboard.rank([result("a", 2000, gpu="GPU A"), result("b", 3000, gpu="GPU B")])
+        ranked = ranking.rank([result("a", 2000, gpu="GPU A"), result("b", 3000, gpu="GPU B")])
         self.assertEqual(sorted(ranked), ["GPU A", "GPU B"])
         self.assertEqual(ranked["GPU B"][0]["rank"], 1)
         self.assertEqual(ranked["GPU A"][0]["rank"], 1)
 
     def test_failures_are_named(self):
-        c = leaderboard.classify
+        c = classify
         self.assertEqual(c({"verdict": "fail-correctness", "reason": "prime_cols: y[row 1, col 2]: expected"}, 1,
                            False), "wrong answer at prime_cols")
         self.assertEqual(c({"verdict": "fail-correctness",
@@ -52,48 +57,86 @@ class RankingTests(unittest.TestCase):
         self.assertEqual(c({"verdict": "fail-correctness",
                             "reason": "x: wrote outside the output: 4 byte(s) changed"}, 1, False),
                          "write outside the output")
-        self.assertEqual(c(None, None, True), "timeout")
+        self.assertEqual(c(None, None, True), "time limit")
         self.assertEqual(c({"verdict": "fail-gate"}, 2, False), "correct, below the gate")
 
     def test_exports(self):
         lesson = find_lesson("lesson4")
-        ranked = leaderboard.rank([result("ann", 2500), result("ben", 0, "wrong answer at prime_cols")])
+        ranked = ranking.rank([result("ann", 2500), result("ben", 0, "wrong answer at prime_cols")])
         with tempfile.TemporaryDirectory() as tmp:
-            paths = leaderboard.export(ranked, lesson, tmp)
+            meta = {"sandbox": "bubblewrap sandbox", "isolated": True}
+            paths = exports.export(ranked, lesson, meta, tmp)
             self.assertEqual(len(paths), 4)
             with open(os.path.join(tmp, "leaderboard.html"), encoding="utf-8") as f:
                 page = f.read()
             self.assertIn("<svg", page)
             self.assertIn("ann", page)
+            self.assertIn("Graded in a bubblewrap sandbox", page)
             self.assertNotIn("<script", page)  # self-contained, static
             with open(os.path.join(tmp, "leaderboard.csv"), encoding="utf-8") as f:
-                self.assertEqual(len(f.read().strip().splitlines()), 3)
+                self.assertEqual(len(f.read().strip().splitlines()), 4)  # the sandbox line, header, 2 rows
             with open(os.path.join(tmp, "leaderboard.json"), encoding="utf-8") as f:
-                self.assertEqual(json.load(f)["GPU A"][0]["name"], "ann")
+                self.assertEqual(json.load(f)["boards"]["GPU A"][0]["name"], "ann")
             with open(os.path.join(tmp, "leaderboard.md"), encoding="utf-8") as f:
                 self.assertIn("| 1 | ann | correct | 2500 |", f.read())
+
+
+    def test_a_result_timed_next_to_another_gpu_process_is_not_ranked(self):
+        shared = result("zed", 2600)
+        shared.update({"clean": False, "foreign_gpu": ["pid 77 (python3, 1024 MiB)"]})
+        ranked = ranking.rank([result("ann", 2500), shared])["GPU A"]
+        self.assertEqual([(r["name"], r["rank"]) for r in ranked], [("ann", 1), ("zed", None)])
+        self.assertIn("pid 77", exports.row(ranked[1])[-1])
+
+    def test_every_export_says_when_there_was_no_sandbox(self):
+        lesson = find_lesson("lesson1")
+        meta = {"sandbox": "NO SANDBOX: bubblewrap is not installed", "isolated": False}
+        ranked = ranking.rank([result("ann", 0)])
+        self.assertTrue(exports.to_text(ranked, lesson, meta).startswith("WARNING: NO SANDBOX"))
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in exports.export(ranked, lesson, meta, tmp):
+                with open(path, encoding="utf-8") as f:
+                    self.assertIn("NO SANDBOX: bubblewrap is not installed", f.read(), path)
+
+
+class ResultStoreTests(unittest.TestCase):
+    def test_only_records_this_board_signed_are_read(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = ResultStore(os.path.join(tmp, "board"))
+            path = os.path.join(tmp, "r.json")
+            store.write(path, {"name": "ann", "status": "correct"})
+            self.assertEqual(store.read(path)["status"], "correct")
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            data["record"]["status"] = "correct, and first"
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            self.assertIsNone(store.read(path))
+            self.assertIn("not written by this board", store.refused[-1][1])
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("HACKED")
+            self.assertIsNone(store.read(path))
+            other = ResultStore(os.path.join(tmp, "another-board"))  # a different key
+            store.write(path, {"name": "ann"})
+            self.assertIsNone(other.read(path))
+            self.assertEqual(os.stat(os.path.join(tmp, "board", "board.key")).st_mode & 0o777, 0o600)
+
+
+def _class_folder(tmp, names=("ann", "dan", "eve")):
+    """A small class (from hostile_class) of an honest, a stub and a wrong submission."""
+    subs = os.path.join(tmp, "subs")
+    everyone = os.path.join(tmp, "everyone")
+    hostile_class.write_class(find_lesson("lesson1"), everyone, 9)
+    os.makedirs(subs)
+    for n in names:
+        shutil.copy(os.path.join(everyone, n + ".cpp"), os.path.join(subs, n + ".cpp"))
+    return subs
 
 
 class LessonOneRunTests(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="workbook-lb-")
         self.env = dict(os.environ, WORKBOOK_STATE_DIR=os.path.join(self.tmp, "state"))
-        subs = os.path.join(self.tmp, "subs")
-        os.makedirs(os.path.join(subs, "carol"))
-        solution = os.path.join(ROOT, "solutions", "01-cpu-reference", "rmsnorm_cpu.cpp")
-        shutil.copy(solution, os.path.join(subs, "alice.cpp"))
-        shutil.copy(os.path.join(ROOT, "exercises", "01-cpu-reference", "rmsnorm_cpu.cpp"),
-                    os.path.join(subs, "bob.cpp"))
-        with open(os.path.join(subs, "carol", "mine.cpp"), "w", encoding="utf-8") as f:
-            f.write("namespace workbook::lesson1 { void rmsnorm( }\n")
-        with open(solution, encoding="utf-8") as f:
-            text = f.read()
-        hang = text.replace("for (int64_t r = 0; r < rows; ++r) {",
-                            "for (int64_t r = 0; r < rows; ++r) { static volatile int spin; "
-                            "while (cols == 19) spin = spin + 1;", 1)
-        with open(os.path.join(subs, "dave.cpp"), "w", encoding="utf-8") as f:
-            f.write(hang)
-        self.subs = subs
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -103,35 +146,58 @@ class LessonOneRunTests(unittest.TestCase):
                               capture_output=True, text=True, timeout=600)
         return proc.returncode, proc.stdout + proc.stderr
 
-    def test_every_outcome_is_named_and_nobody_stops_the_others(self):
-        out_dir = os.path.join(self.tmp, "out")
-        code, out = self.grade("lesson1", self.subs, "--out", out_dir, "--timeout", "8")
+    def test_a_hostile_class_is_graded_right_twice(self):
+        """Eighteen submissions, honest, wrong and hostile; every row right, from the cache too."""
+        code = hostile_class.run(["--lesson", "lesson1", "--work", os.path.join(self.tmp, "class")])
+        self.assertEqual(code, 0, "see the table of checks above")
+
+    def test_a_cache_entry_the_board_did_not_sign_is_graded_again(self):
+        subs = _class_folder(self.tmp)
+        code, out = self.grade("lesson1", subs)
         self.assertEqual(code, 0, out)
-        with open(os.path.join(out_dir, "leaderboard.json"), encoding="utf-8") as f:
-            rows = {r["name"]: r for rows in json.load(f).values() for r in rows}
-        self.assertEqual(rows["alice"]["status"], "correct")
-        self.assertEqual(rows["alice"]["rank"], 1)
-        self.assertEqual(rows["bob"]["status"], "wrong answer at one_row")
-        self.assertEqual(rows["carol"]["status"], "compile error")
-        self.assertEqual(rows["dave"]["status"], "timeout")
-        # A second run grades nothing again: every file's result is cached by its content.
-        code, out = self.grade("lesson1", self.subs, "--timeout", "8")
-        self.assertEqual(out.count("(cached)"), 4, out)
+        cache = os.path.join(self.tmp, "state", "leaderboard", "cache")
+        for entry in os.listdir(cache):
+            with open(os.path.join(cache, entry), encoding="utf-8") as f:
+                data = json.load(f)
+            data["record"]["status"] = "correct, and first"
+            with open(os.path.join(cache, entry), "w", encoding="utf-8") as f:
+                json.dump(data, f)
+        code, out = self.grade("lesson1", subs)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("was not written by this board"), 3, out)
+        self.assertNotIn("(cached)", out)
+        self.assertRegex(out, r"dan: wrong answer at")
+
+    def test_without_a_sandbox_the_board_says_so_and_still_limits(self):
+        subs = _class_folder(self.tmp, ("ann", "gus"))
+        code, out = self.grade("lesson1", subs, "--no-sandbox", "--timeout", "5", "--out", os.path.join(self.tmp, "o"))
+        self.assertEqual(code, 0, out)
+        self.assertTrue(out.startswith("WARNING: NO SANDBOX: turned off with --no-sandbox"), out)
+        self.assertRegex(out, r"gus\s+time limit")
+        with open(os.path.join(self.tmp, "o", "leaderboard.md"), encoding="utf-8") as f:
+            self.assertIn("NO SANDBOX", f.read())
 
     def test_slurm_array_then_merge(self):
+        subs = _class_folder(self.tmp)
         script = os.path.join(self.tmp, "job.sh")
         results = os.path.join(self.tmp, "results")
-        code, out = self.grade("lesson1", self.subs, "--slurm", script, "--result-dir", results)
+        code, out = self.grade("lesson1", subs, "--slurm", script, "--result-dir", results)
         self.assertEqual(code, 0, out)
         with open(script, encoding="utf-8") as f:
-            self.assertIn("#SBATCH --array=0-3", f.read())
-        for task in ("0", "1"):  # what two array tasks would run
-            code, out = self.grade("lesson1", self.subs, "--only", task, "--result-dir", results)
+            text = f.read()
+        self.assertIn("#SBATCH --array=0-2", text)
+        self.assertNotIn("--gres=gpu", text)  # lesson 1 needs no GPU
+        for task in ("0", "1", "2"):  # what the array's tasks run
+            code, out = self.grade("lesson1", subs, "--only", task, "--result-dir", results)
             self.assertEqual(code, 0, out)
+        with open(os.path.join(results, "forged.json"), "w", encoding="utf-8") as f:
+            json.dump({"record": {"name": "mallory", "status": "correct", "gpu": "no GPU"}, "signature": "0" * 64}, f)
         code, out = self.grade("merge", "lesson1", results)
         self.assertEqual(code, 0, out)
-        self.assertIn("alice", out)
-        self.assertIn("bob", out)
+        self.assertRegex(out, r"1\s+ann\s+correct")
+        self.assertRegex(out, r"dan\s+wrong answer at")
+        self.assertIn("refused", out)
+        self.assertNotRegex(out, r"\d\s+mallory")
 
 
 if __name__ == "__main__":

@@ -103,6 +103,9 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
             result = grade_submission(lesson, name, path, sandbox, store, limits, device, use_cache)
         finally:
             free.put(device)
+        while store.refused:
+            path, why = store.refused.pop(0)
+            print(f"  ignored the cached result {os.path.basename(path)}: {why}; graded again", flush=True)
         note = " (cached)" if result.get("cached") else ""
         print(f"  {name}: {result['status']}{note}", flush=True)
         return result
@@ -112,8 +115,6 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
             results = list(pool.map(work, submissions))
     finally:
         sandbox.close()
-    for path, why in store.refused:
-        print(f"leaderboard: ignored {path}: {why}; graded again", file=sys.stderr)
     if result_dir:
         for r in results:
             store.write(os.path.join(result_dir, r["name"] + ".json"), {**r, "board": meta})

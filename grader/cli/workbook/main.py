@@ -227,6 +227,7 @@ def _leaderboard_parser():
                    help="largest file a submission may write, MiB (default 1024)")
     p.add_argument("--process-limit", type=int, default=256, metavar="N",
                    help="processes one submission may run at once (default 256)")
+    p.add_argument("--samples", type=int, metavar="N", help="timing samples per shape (default: the grader's)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without bubblewrap (only for trusted code; every export says so)")
     p.add_argument("--gpus", help="grade in parallel, one submission per GPU: --gpus 0,1,2,3")
@@ -250,7 +251,7 @@ def run_leaderboard(argv):
         except ValueError:
             raise UsageError(f"--gpus takes device numbers like 0,1,2, not '{args.gpus}'")
     limits = BoardLimits(args.timeout, args.compile_timeout, args.memory_limit, args.output_limit,
-                         args.file_size_limit, args.process_limit)
+                         args.file_size_limit, args.process_limit, args.samples)
     return leaderboard.run(args.lesson, args.folder, args.out, limits, gpus, not args.no_cache, args.only,
                            args.result_dir, args.slurm, not args.no_sandbox)
 

@@ -25,7 +25,8 @@ class BoardLimits:
     """The board's limits per submission (README documents the defaults and the options)."""
 
     def __init__(self, timeout=900, compile_timeout=300, memory_mib=16384, output_mib=8, file_mib=1024,
-                 processes=256):
+                 processes=256, samples=None):
+        self.samples = samples
         self.grading = Limits(timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
         self.compile = Limits(compile_timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
 
@@ -136,6 +137,8 @@ def _build_and_grade(lesson, name, path, sandbox, limits, device, work, cfg, ref
            "--source-name", name, "--seed", seed, "--json", "/dev/fd/{report_fd}"]
     if lesson.needs_gpu:
         cmd += ["--reference", reference]
+    if limits.samples:
+        cmd += ["--samples", str(limits.samples)]
     foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
     run = sandbox.run(cmd, work, limits.grading, device=device, report=True)
     left += run.left_behind

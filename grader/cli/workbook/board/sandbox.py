@@ -333,6 +333,8 @@ class Sandbox:
             t.join(timeout=10)
         if outcome.limit is None and stop.is_set():
             outcome.limit = "output limit"
+        if self.isolated and 128 < code < 128 + 65:
+            code = -(code - 128)  # bubblewrap exits with 128 + N when what it ran died of signal N
         if code < 0:
             outcome.signal = -code
             if -code == signal.SIGXFSZ and outcome.limit is None:
