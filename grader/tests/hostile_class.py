@@ -198,7 +198,7 @@ def write_class(lesson, folder, port):
         wrong = solution.replace("sum / static_cast<float>(cols) + eps)", "sum / static_cast<float>(cols)) + eps")
         assert wrong != solution, "the lesson 1 solution changed: update the eps-outside-sqrt edit"
     else:
-        bad = next(b for b in catalogue() if b.lesson == lesson.name and b.name == "no_tail_handling")
+        bad = next(b for b in catalogue() if b.lesson == lesson.number and b.name == "no_tail_handling")
         wrong = bad.source()
     put("eve", wrong, "wrong answer at", "wrong: a plausible bug")
     put("kim", COMPILE_BOMB + "\n" + solution, "compile time limit", "hostile: a compile that never ends")

@@ -15,11 +15,12 @@ import os
 import queue
 import resource
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import exitcodes
 from .board import exports, ranking, slurm
-from .board.grading import BoardLimits, grade_submission
+from .board.grading import BoardLimits, Submission
 from .board.result_store import ResultStore
 from .board.sandbox import Sandbox, become_subreaper
 from .build import BUILD_DIR, build_targets, config, library
@@ -92,27 +93,58 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
     devices = gpus or [None]
     print(f"grading {len(submissions)} submission(s) of {lesson.name} on {len(devices)} device slot(s) ...",
           flush=True)
+    jobs = [Submission(lesson, name, path, sandbox, store, limits) for name, path in submissions]
+
+    def announce(job):
+        while store.refused:
+            path, why = store.refused.pop(0)
+            print(f"  ignored the cached result {os.path.basename(path)}: {why}; graded again", flush=True)
+        if job.record is not None:
+            note = " (cached)" if job.record.get("cached") else ""
+            print(f"  {job.name}: {job.record['status']}{note}", flush=True)
+
+    # Builds need no GPU: they run side by side; gradings run one per GPU, so no two timings share one.
+    # A file with the same bytes as one before it waits for that one's result (it is then cached).
+    first = {}
+    for job in jobs:
+        if job.lookup(use_cache) is None:
+            first.setdefault(job.key, job)
+        announce(job)
+
+    def build(job):
+        if job.record is None and first[job.key] is job:
+            job.build()
+        return job
+
     free = queue.Queue()
     for d in devices:
         free.put(d)
 
-    def work(item):
-        name, path = item
-        device = free.get()  # one submission per GPU at a time, so no two timings share a device
-        try:
-            result = grade_submission(lesson, name, path, sandbox, store, limits, device, use_cache)
-        finally:
-            free.put(device)
-        while store.refused:
-            path, why = store.refused.pop(0)
-            print(f"  ignored the cached result {os.path.basename(path)}: {why}; graded again", flush=True)
-        note = " (cached)" if result.get("cached") else ""
-        print(f"  {name}: {result['status']}{note}", flush=True)
-        return result
+    def grade(job):
+        if job.record is None and first[job.key] is not job:
+            twin = first[job.key]
+            twin.done.wait()
+            job.record = dict(twin.record, name=job.name, source=job.path, cached=True)
+        if job.record is None:
+            device = free.get()
+            try:
+                job.grade(device)
+            finally:
+                free.put(device)
+        job.done.set()
+        announce(job)
+        return job.record
 
+    for job in jobs:
+        job.done = threading.Event()
+        if job.record is not None:
+            job.done.set()
     try:
+        builders = ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2)))
+        built = [builders.submit(build, job) for job in jobs]
         with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-            results = list(pool.map(work, submissions))
+            results = list(pool.map(lambda f: grade(f.result()), built))
+        builders.shutdown()
     finally:
         sandbox.close()
     if result_dir:

@@ -88,85 +88,111 @@ def _compile_problem(text, copy_name, shown_name):
     return first or (lines[0] if lines else "the compiler failed without a message")
 
 
-def grade_submission(lesson, name, path, sandbox, store, limits, device=None, use_cache=True):
-    """Builds and grades one submission in the sandbox; returns its result record."""
-    ident = gpu_identity(device)
-    cfg = config()
-    reference = library(lesson, "reference")
-    parts = [lesson.number, file_hash(path), ident["gpu"], file_hash(cfg["grader"]),
-             file_hash(reference) if os.path.exists(reference) else "", sandbox.mode]
-    key = store.key_for(*parts)
-    if use_cache:
-        cached = store.cached(key)
+class Submission:
+    """One student's file on its way through the board: looked up, built, graded, remembered."""
+
+    def __init__(self, lesson, name, path, sandbox, store, limits):
+        self.lesson, self.name, self.path = lesson, name, path
+        self.sandbox, self.store, self.limits = sandbox, store, limits
+        self.cfg = config()
+        self.reference = library(lesson, "reference")
+        self.work = self.lib = self.key = None
+        self.record = None  # set once the result is known (cached, failed to build, or graded)
+
+    def lookup(self, use_cache=True):
+        """The cached record, if this board signed one for these exact bytes, grader, GPU and sandbox."""
+        ident = gpu_identity(None)
+        self.key = self.store.key_for(self.lesson.number, file_hash(self.path), ident["gpu"],
+                                      file_hash(self.cfg["grader"]),
+                                      file_hash(self.reference) if os.path.exists(self.reference) else "",
+                                      self.sandbox.mode)
+        cached = self.store.cached(self.key) if use_cache else None
         if cached is not None:
-            cached.update({"name": name, "source": path, "cached": True})
-            return cached
-    record = {"name": name, "source": path, "lesson": lesson.name, **ident, "cached": False,
-              "sandbox": sandbox.mode, "bench": [], "clean": True}
-    record.update(summarise([]))
-    work = sandbox.workdir()
-    try:
-        record.update(_build_and_grade(lesson, name, path, sandbox, limits, device, work, cfg, reference))
-    finally:
-        sandbox.discard(work)
-    record.update(summarise(record["bench"]))
-    store.remember(key, record)
-    return record
+            cached.update({"name": self.name, "source": self.path, "cached": True})
+            self.record = cached
+        return self.record
+
+    def _finish(self, ident, result):
+        record = {"name": self.name, "source": self.path, "lesson": self.lesson.name, **ident, "cached": False,
+                  "sandbox": self.sandbox.mode, "bench": [], "clean": True}
+        record.update(result)
+        record.update(summarise(record["bench"]))
+        self.store.remember(self.key, record)
+        self.record = record
+        if self.work:
+            self.sandbox.discard(self.work)
+            self.work = None
+        return record
+
+    def build(self):
+        """Compiles the file in the sandbox (no GPU needed); a failure becomes the record."""
+        self.work = self.sandbox.workdir()
+        ext = ".cpp" if self.lesson.number == 1 else ".cu"
+        copy = os.path.join(self.work, "submission" + ext)
+        shutil.copyfile(self.path, copy)
+        lib = os.path.join(self.work, "submission.so")
+        if self.sandbox.mode == "unprivileged" and os.geteuid() == 0:
+            os.chown(copy, 65534, 65534)
+        inside = self.sandbox.inside
+        out = self.sandbox.run(compile_command(self.lesson, inside(copy, self.work), inside(lib, self.work)),
+                               self.work, self.limits.compile, report=False)
+        self.left = list(out.left_behind)
+        ident = gpu_identity(None)
+        if out.limit:
+            return self._finish(ident, {
+                "status": f"compile {out.limit}", "verdict": "fail-build", "left_behind": self.left,
+                "detail": f"the compiler hit the {out.limit} ({_limit_value(out.limit, self.limits.compile)})"})
+        if out.code != 0 or not os.path.exists(lib):
+            return self._finish(ident, {
+                "status": "compile error", "verdict": "fail-build", "left_behind": self.left,
+                "detail": _compile_problem(out.output(), inside(copy, self.work), os.path.basename(self.path))})
+        self.lib = lib
+        return None
+
+    def grade(self, device=None):
+        """Grades the built library on `device` in the sandbox; returns the record."""
+        lesson, limits = self.lesson, self.limits
+        seed = str(secrets.randbits(63))  # drawn now, after the submission is fixed: it cannot be anticipated
+        cmd = [self.cfg["grader"], "--lesson", str(lesson.number), "--student",
+               self.sandbox.inside(self.lib, self.work), "--source-name", self.name, "--seed", seed,
+               "--json", "/dev/fd/{report_fd}"]
+        if lesson.needs_gpu:
+            cmd += ["--reference", self.reference]
+        if limits.samples:
+            cmd += ["--samples", str(limits.samples)]
+        ident = gpu_identity(device)
+        foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
+        run = self.sandbox.run(cmd, self.work, limits.grading, device=device, report=True, gpu=lesson.needs_gpu)
+        result = {"seed": seed, "left_behind": self.left + run.left_behind, "output_bytes": run.output_bytes,
+                  "peak_memory_mib": round(run.peak_memory / MiB), "gpu_check": note or "checked"}
+        if foreign:
+            result.update({"clean": False, "foreign_gpu": foreign})
+        result.update(_verdict(run, seed, lesson, limits))
+        return self._finish(ident, result)
 
 
-def _build_and_grade(lesson, name, path, sandbox, limits, device, work, cfg, reference):
-    ext = ".cpp" if lesson.number == 1 else ".cu"
-    copy = os.path.join(work, "submission" + ext)
-    shutil.copyfile(path, copy)
-    lib = os.path.join(work, "submission.so")
-    if sandbox.mode == "unprivileged" and os.geteuid() == 0:
-        os.chown(copy, 65534, 65534)
-    shown = os.path.basename(path)
-    build = sandbox.run(compile_command(lesson, sandbox.inside(copy, work), sandbox.inside(lib, work)), work,
-                        limits.compile, device=device, report=False)
-    left = list(build.left_behind)
-    if build.limit:
-        return {"status": f"compile {build.limit}", "verdict": "fail-build", "left_behind": left,
-                "detail": f"the compiler hit the {build.limit} ({_limit_value(build.limit, limits.compile)})"}
-    if build.code != 0 or not os.path.exists(lib):
-        return {"status": "compile error", "verdict": "fail-build", "left_behind": left,
-                "detail": _compile_problem(build.output(), sandbox.inside(copy, work), shown)}
-
-    seed = str(secrets.randbits(63))  # drawn now, after the submission is fixed: it cannot be anticipated
-    cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", sandbox.inside(lib, work),
-           "--source-name", name, "--seed", seed, "--json", "/dev/fd/{report_fd}"]
-    if lesson.needs_gpu:
-        cmd += ["--reference", reference]
-    if limits.samples:
-        cmd += ["--samples", str(limits.samples)]
-    foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
-    run = sandbox.run(cmd, work, limits.grading, device=device, report=True)
-    left += run.left_behind
-    result = {"seed": seed, "left_behind": left, "output_bytes": run.output_bytes,
-              "peak_memory_mib": round(run.peak_memory / MiB), "gpu_check": note or "checked"}
-    if foreign:
-        result.update({"clean": False, "foreign_gpu": foreign})
+def _verdict(run, seed, lesson, limits):
+    """Status, verdict, detail (and the bench rows) of a finished grading run."""
     if run.limit:
-        return {**result, "status": run.limit, "verdict": None,
+        return {"status": run.limit, "verdict": None,
                 "detail": f"stopped at the {run.limit} ({_limit_value(run.limit, limits.grading)})"}
     report, problem = read_report(run.report, seed, lesson)
     if run.report_overflow:
         problem = "the report channel received more than 4 MiB"
     if problem:
-        return {**result, "status": "report tampered", "verdict": None, "detail": problem}
+        return {"status": "report tampered", "verdict": None, "detail": problem}
     if report is None:
         if run.signal:
-            return {**result, "status": f"crashed (signal {run.signal}, {_signal_name(run.signal)})",
-                    "verdict": None, "detail": run.output().strip()[-200:]}
-        return {**result, "status": "exited during grading", "verdict": None,
+            return {"status": f"crashed (signal {run.signal}, {_signal_name(run.signal)})", "verdict": None,
+                    "detail": run.output().strip()[-200:]}
+        return {"status": "exited during grading", "verdict": None,
                 "detail": f"the process exited with code {run.code} before the grader wrote its verdict"}
     if report.get("verdict") == "pass" and run.code != exitcodes.PASS:
-        return {**result, "status": "report tampered", "verdict": None,
-                "detail": f"the report says pass but the grading process ended with "
-                          f"{'signal ' + str(run.signal) if run.signal else 'code ' + str(run.code)}"}
-    status = classify(report, run.code, False)
-    result.update({"status": status, "verdict": report.get("verdict"), "detail": report.get("reason", ""),
-                   "bench": report.get("bench", []), "cuda": report.get("cuda", "")})
+        ended = f"signal {run.signal}" if run.signal else f"code {run.code}"
+        return {"status": "report tampered", "verdict": None,
+                "detail": f"the report says pass but the grading process ended with {ended}"}
+    result = {"status": classify(report, run.code, False), "verdict": report.get("verdict"),
+              "detail": report.get("reason", ""), "bench": report.get("bench", []), "cuda": report.get("cuda", "")}
     if report.get("driver"):
         result["driver"] = report["driver"]
     return result

@@ -236,7 +236,7 @@ class Sandbox:
             return path
         return os.path.join(SANDBOX_HOME, os.path.relpath(path, workdir))
 
-    def _command(self, argv, workdir, device):
+    def _command(self, argv, workdir, device, gpu):
         if not self.isolated:
             return list(argv)
         cmd = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
@@ -252,7 +252,7 @@ class Sandbox:
         for p in self.hidden:
             if os.path.exists(p) and self._visible(p):
                 cmd += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
-        for node in _gpu_nodes(device):
+        for node in _gpu_nodes(device) if gpu else ():
             cmd += ["--dev-bind", node, node]
         cmd += ["--bind", workdir, SANDBOX_HOME, "--chdir", SANDBOX_HOME,
                 "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp", "--"]
@@ -262,7 +262,7 @@ class Sandbox:
         under = lambda p, roots: any(p == r or p.startswith(r + "/") for r in roots)  # noqa: E731
         return under(path, self.visible) or not under(path, _HIDDEN_SYSTEM)
 
-    def run(self, argv, workdir, limits, env=None, device=None, report=True):
+    def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False):
         """Runs argv in the sandbox; returns an Outcome. With report=True the process gets a pipe
         whose write end is fd REPORT_FD's number (`report_fd` in the environment) for its report."""
         outcome = Outcome()
@@ -293,7 +293,7 @@ class Sandbox:
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes * 4, limits.processes * 4))
 
         argv = [a.replace("{report_fd}", str(write_end)) for a in argv]
-        proc = subprocess.Popen(self._command(argv, workdir, device), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(self._command(argv, workdir, device, gpu), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=workdir,
                                 pass_fds=pass_fds, preexec_fn=preexec, start_new_session=True)
         if write_end is not None:
