@@ -70,11 +70,13 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
     lesson = find_lesson(lesson_name)
     submissions = find_submissions(lesson, folder)
     folder = os.path.abspath(folder)
+    limits = limits or BoardLimits()
     if slurm_file:
         results = os.path.abspath(result_dir or "results")
         os.makedirs(results, exist_ok=True)
         with open(slurm_file, "w", encoding="utf-8") as f:
-            f.write(slurm.job_script(lesson, ROOT, folder, results, len(submissions), lesson.needs_gpu))
+            f.write(slurm.job_script(lesson, ROOT, folder, results, len(submissions), lesson.needs_gpu,
+                                     limits.options + ([] if use_sandbox else ["--no-sandbox"])))
         print(f"wrote {slurm_file}: a job array of {len(submissions)} tasks (sbatch {slurm_file}); "
               f"then ./grade leaderboard merge {lesson.name} {results}")
         return exitcodes.PASS
@@ -83,7 +85,6 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
         if not 0 <= only < len(submissions):
             raise UsageError(f"--only {only}: there are {len(submissions)} submissions (0 to {len(submissions) - 1})")
         submissions = [submissions[only]]
-    limits = limits or BoardLimits()
     become_subreaper()
     sandbox = _sandbox(lesson, folder, out_dir and os.path.abspath(out_dir),
                        result_dir and os.path.abspath(result_dir), use_sandbox)

@@ -29,6 +29,9 @@ class BoardLimits:
         self.samples = samples
         self.grading = Limits(timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
         self.compile = Limits(compile_timeout, memory_mib * MiB, output_mib * MiB, file_mib * MiB, processes)
+        self.options = ["--timeout", str(timeout), "--compile-timeout", str(compile_timeout), "--memory-limit",
+                        str(memory_mib), "--output-limit", str(output_mib), "--file-size-limit", str(file_mib),
+                        "--process-limit", str(processes)] + (["--samples", str(samples)] if samples else [])
 
 
 def classify(report, code, timed_out):
