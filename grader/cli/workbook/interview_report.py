@@ -39,7 +39,7 @@ def _speed_text(state, stage, lesson_needs_gpu):
     if not s:
         return "not timed (a CPU lesson)" if not lesson_needs_gpu(stage["lesson"]) else "not timed"
     geo, low, copy = s
-    return (f"{geo:.2f} of the reference (geometric mean over {len(attempt['bench'])} shapes), lowest "
+    return (f"{geo:.2f} of the reference (geometric mean over {len(attempt['bench'])} shape{'s' if len(attempt['bench']) > 1 else ''}), lowest "
             f"{low['ratio']:.2f} at {low['shape']} {low['dtype']}; {100 * copy:.0f}% of the copy bandwidth")
 
 
