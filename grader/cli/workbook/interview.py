@@ -367,6 +367,7 @@ def report():
     state = st.running()
     if state:
         path = _save(state)
+        print(st.clock_line(state))
         print(f"(the running interview's report so far: {st.show(path)})\n")
     else:
         entries, _ = st.history()
@@ -383,6 +384,12 @@ def report():
 
 
 def history():
+    try:
+        state = st.running()
+    except st.StateError:
+        state = None  # history does not need the running interview; its own commands name the problem
+    if state:
+        print(st.clock_line(state) + " (running; not in the history until it ends)")
     entries, damaged = st.history()
     if not entries:
         print("No interviews yet. Start one with ./grade interview lessonN [--minutes M].")
