@@ -172,69 +172,6 @@ class NoGpuTests(GradeTestCase):
             self.assertEqual(json.load(f)["verdict"], "no-gpu")
 
 
-class InterviewTests(GradeTestCase):
-    """The mock interview on lesson 1, which grades without a GPU."""
-
-    def interview_dir(self):
-        return os.path.join(self.env["WORKBOOK_STATE_DIR"], "interview")
-
-    def test_start_gives_a_bare_stub_and_the_prompt(self):
-        code, out = self.grade("interview", "lesson1", "--minutes", "30")
-        self.assertEqual(code, 0, out)
-        self.assertIn("Interviewer:", out)
-        self.assertIn("void rmsnorm(const float* x", out)
-        workspaces = [d for d in os.listdir(self.interview_dir()) if d.endswith("lesson1")]
-        self.assertEqual(len(workspaces), 1)
-        with open(os.path.join(self.interview_dir(), workspaces[0], "solution.cpp"), encoding="utf-8") as f:
-            stub = f.read()
-        self.assertIn("namespace workbook::lesson1", stub)
-        self.assertNotIn("TODO", stub)  # the contract only, no walk-through
-        code, out = self.grade("interview", "status")
-        self.assertIn("elapsed of 30 minutes", out)
-        code, out = self.grade("interview", "lesson2")
-        self.assertEqual(code, 64, out)
-        self.assertIn("already running", out)
-
-    def test_submit_grades_records_time_and_writes_report_and_history(self):
-        self.grade("interview", "lesson1", "--minutes", "5")
-        # Move the recorded start back ten minutes: the clock lives in the workspace, not in a process.
-        current = os.path.join(self.interview_dir(), "current.json")
-        with open(current, encoding="utf-8") as f:
-            state = json.load(f)
-        state["started"] -= 600
-        with open(current, "w", encoding="utf-8") as f:
-            json.dump(state, f)
-        answers = self.write("answers.txt", "Because fp16 overflows.\n---\nTwo reads and a write.\n")
-        code, out = self.grade("interview", "submit", "--answers", answers)
-        self.assertEqual(code, 1, out)  # the bare stub fails correctness
-        self.assertIn("over time", out)
-        self.assertIn("Model answer", out)
-        with open(os.path.join(state["workspace"], "report.md"), encoding="utf-8") as f:
-            report = f.read()
-        self.assertIn("verdict: fail-correctness", report)
-        self.assertIn("Because fp16 overflows.", report)
-        self.assertIn("(over time)", report)
-        code, out = self.grade("interview", "history")
-        self.assertIn("lesson1", out)
-        self.assertIn("fail-correctness", out)
-        self.assertIn("!", out)
-        code, out = self.grade("interview", "status")
-        self.assertIn("No interview is running", out)
-
-    def test_a_passing_submission_passes(self):
-        self.grade("interview", "lesson1")
-        with open(os.path.join(self.interview_dir(), "current.json"), encoding="utf-8") as f:
-            state = json.load(f)
-        shutil.copy(SOLUTION1, state["source"])
-        code, out = self.grade("interview", "submit", "--no-questions")
-        self.assertEqual(code, 0, out)
-        self.assertIn("questions skipped", out)
-
-    def test_submit_without_an_interview_is_a_usage_error(self):
-        code, out = self.grade("interview", "submit")
-        self.assertEqual(code, 64, out)
-
-
 class ResetTests(GradeTestCase):
     """--reset in a scratch copy of the workbook, so the real exercise is never touched."""
 

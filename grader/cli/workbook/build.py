@@ -129,3 +129,28 @@ def compile_source(lesson, source):
         raise BuildError(f"{source} did not compile", output.replace(copy, source))
     os.replace(out + ".tmp", out)
     return out
+
+
+def grader_command(lesson, lib, source_name, seed=None, json_path=None, cases=None, samples=None,
+                   no_bench=False, full_bench=False):
+    """The grader's command line for one compiled submission.
+
+    `WORKBOOK_GRADER` names another grader program to run instead of the built one (the interview
+    tests use a stand-in that replays recorded reports, to cover GPU lessons on a machine without one).
+    """
+    cfg = config()
+    grader = os.environ.get("WORKBOOK_GRADER") or cfg["grader"]
+    cmd = [grader, "--lesson", str(lesson.number), "--student", lib, "--source-name", source_name]
+    if lesson.needs_gpu:
+        cmd += ["--reference", library(lesson, "reference")]
+    for flag, value in (("--seed", seed), ("--json", json_path), ("--cases", cases), ("--samples", samples)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
+        cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
+    if no_bench:
+        cmd.append("--no-bench")
+    if full_bench:
+        cmd.append("--full-bench")
+    return cmd
+

@@ -1,260 +1,409 @@
-"""Timed mock interviews: ./grade interview lessonN [--minutes M], then status, submit, history.
+"""Mock interviews, in stages, on a clock that lives in the workspace:
 
-The workspace lives in .workbook/interview/ (git-ignored), so the clock keeps running between
-commands and terminals. A candidate gets a bare stub with only the lesson's contract, the
-interviewer's prompt, and after submitting, the grade, the lesson's follow-up questions with
-their model answers, and a report.
+  ./grade interview lessonN [--minutes M]   start: a bare stub, the interviewer's prompt, the clock
+  ./grade interview random [--minutes M]    start on a lesson not yet passed in interview mode
+  ./grade interview check                   the interviewer's visible cases, as often as you like
+  ./grade interview submit [--answers F]    your final answer: every case, fresh inputs, then the gate;
+                                            a pass opens the next stage, or the questions after the last
+  ./grade interview questions [--answers F] the follow-up questions (ends the coding part)
+  ./grade interview status | report | history | abandon
+
+The workspace is .workbook/interview/<time>-lessonN/ (git-ignored): your files, every submitted version,
+the grader's reports and report.md. An answers file holds one block per question, separated by lines of
+`---`, each block optionally ending with `score: 0|1|2`.
 """
-import json
 import os
-import re
+import random
+import secrets
+import shutil
 import sys
 import time
 
 from . import exitcodes
-from .lessons import ROOT, UsageError, find_lesson
-from .progress import STATE_DIR
+from . import interview_content as content
+from . import interview_grading as grading
+from . import interview_report as reporting
+from . import interview_state as st
+from .interview_questions import ask, read_answers_file
+from .interview_workspace import bare_stub, extension, prompt, stage_file
+from .lessons import UsageError, all_lessons, find_lesson
 
-INTERVIEW_DIR = os.path.join(STATE_DIR, "interview")
-CURRENT = os.path.join(INTERVIEW_DIR, "current.json")
-HISTORY = os.path.join(INTERVIEW_DIR, "history.jsonl")
-
-
-def _section(lesson, heading):
-    with open(lesson.readme, encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
-    if not m:
-        raise UsageError(f"{lesson.readme} has no '## {heading}' section")
-    return m.group(1).strip()
+ANSWERS_FORMAT = ("one block per question, separated by lines of ---, each block optionally ending "
+                  "with a line 'score: 0', 'score: 1' or 'score: 2'")
 
 
-def contract(lesson):
-    """The entry point's declaration: the first code block of the lesson's 'What you build'."""
-    m = re.search(r"```(?:cpp|c\+\+|cuda)?\n(.*?)```", _section(lesson, "What you build"), flags=re.S)
-    if not m:
-        raise UsageError(f"{lesson.readme}: 'What you build' has no code block with the contract")
-    return m.group(1).rstrip()
+def _needs_gpu(name):
+    return find_lesson(name).needs_gpu
 
 
-def questions(lesson):
-    """(question, model answer) pairs of the lesson's 'Interview questions' section."""
-    body = _section(lesson, "Interview questions")
-    parts = re.split(r"^\*\*\d+\.\s*", body, flags=re.M)[1:]
-    pairs = []
-    for part in parts:
-        q, sep, a = part.partition("**")
-        if sep:
-            pairs.append((" ".join(q.split()), a.strip()))
-    return pairs
+def _save(state):
+    st.save(state)
+    return reporting.write(state, find_lesson(state["lesson"]).title, _needs_gpu)
 
 
-def bare_stub(lesson, minutes):
-    """The contract with empty bodies: it compiles and fails every case."""
-    decl = contract(lesson)
-    is_void = re.search(r"^\s*void\s+\w+\(", decl, flags=re.M) is not None
-    body = " {\n    // Your implementation.\n" + ("}" if is_void else "    return cudaErrorNotYetImplemented;\n}")
-    code = re.sub(r"\);\s*\n\}\s*$", ")" + body + "\n\n}  // namespace", decl.rstrip() + "\n", flags=re.S)
-    includes = ["#include <cstdint>"]
-    if lesson.needs_gpu:
-        includes = ["#include <cuda_runtime.h>", "#include <cuda_fp16.h>", "#include <cuda_bf16.h>", *includes]
-    else:
-        includes.append("#include <cmath>")
-    return (f"// Mock interview: {lesson.name}, {lesson.title}. You have {minutes} minutes.\n"
-            f"// Edit this file, then: ./grade interview submit      (time left: ./grade interview status)\n"
-            + "\n".join(includes) + "\n\n" + code + "\n")
+def _need_running():
+    state = st.running()
+    if not state:
+        raise UsageError("no interview is running: start one with ./grade interview lessonN [--minutes M] "
+                         "(or ./grade interview random)")
+    return state
 
 
-def prompt(lesson, minutes):
-    what = _section(lesson, "What you build")
-    prose = [p for p in re.split(r"\n\s*\n", what)
-             if not p.lstrip().startswith(("```", "make ", "./grade", "    ")) and "exercises/" not in p
-             and not p.rstrip().endswith(":")]
-    first = " ".join(prose[0].split()) if prose else ""
-    gpu = ("Correctness comes first; then your kernel is timed against the reference solution in the "
-           "same process, and it must reach the lesson's share of the reference's bandwidth."
-           if lesson.needs_gpu else "It is graded on the CPU for correctness.")
-    return (f"Interviewer: implement this entry point. {first}\n\n{contract(lesson)}\n\n"
-            f"Any valid input must work: think about sizes, tails, alignment and edge cases before you write code. "
-            f"{gpu} You have {minutes} minutes; the clock is running.")
+def _need_coding(state):
+    if state["phase"] != "coding":
+        raise UsageError("the coding part of this interview is over; answer the follow-up questions with "
+                         "./grade interview questions (or --answers FILE)")
 
 
-def _show(path):
-    """A path as the candidate would type it: relative inside the workbook, absolute outside."""
-    rel = os.path.relpath(path, ROOT)
-    return path if rel.startswith("..") else rel
+def _stage(state):
+    return state["stages"][-1]
 
 
-def _load_current():
-    try:
-        with open(CURRENT, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+def _new_workspace(lesson):
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(st.now()))
+    base = os.path.join(st.INTERVIEW_DIR, f"{stamp}-{lesson.name}")
+    workspace, n = base, 1
+    while os.path.exists(workspace):
+        n += 1
+        workspace = f"{base}-{n}"
+    os.makedirs(os.path.join(workspace, "attempts"))
+    return workspace
 
 
-def _clock(state, now=None):
-    elapsed = (now or time.time()) - state["started"]
-    return elapsed, state["minutes"] * 60 - elapsed
+def _passed_lessons():
+    entries, _ = st.history()
+    return {e["lesson"] for e in entries if e.get("first_stage_passed") or e.get("verdict") == "pass"}
 
 
-def _fmt(seconds):
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(int(seconds))
-    return f"{sign}{seconds // 60}:{seconds % 60:02d}"
+def _random_lesson():
+    lessons = all_lessons()
+    passed = _passed_lessons()
+    todo = [l for l in lessons if l.name not in passed]
+    if not todo:
+        print("You have passed every lesson in interview mode; here is one of them again, at random.\n")
+        todo = lessons
+    return random.SystemRandom().choice(todo)
 
 
-def start(lesson_name, minutes):
-    current = _load_current()
+def start(what, minutes):
+    current = st.running()
     if current:
-        raise UsageError(f"an interview is already running ({current['lesson']}, workspace {current['workspace']}). "
-                         "Submit it with ./grade interview submit, or drop it with ./grade interview abandon")
-    lesson = find_lesson(lesson_name)
+        raise UsageError(f"an interview is already running ({current['lesson']}, file "
+                         f"{st.show(_stage(current)['source'])}). Go on with it (./grade interview status), or "
+                         "drop it with ./grade interview abandon (its files stay)")
     if minutes < 1:
         raise UsageError("--minutes must be at least 1")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    workspace = os.path.join(INTERVIEW_DIR, f"{stamp}-{lesson.name}")
-    os.makedirs(workspace, exist_ok=False)
-    ext = ".cpp" if not lesson.needs_gpu else ".cu"
-    source = os.path.join(workspace, "solution" + ext)
+    lesson = _random_lesson() if what == "random" else find_lesson(what)
+    plan = content.plan(lesson)
+    opening = prompt(lesson, minutes)
+    workspace = _new_workspace(lesson)
+    source = os.path.join(workspace, "solution" + extension(lesson))
     with open(source, "w", encoding="utf-8") as f:
         f.write(bare_stub(lesson, minutes))
-    state = {"lesson": lesson.name, "minutes": minutes, "started": time.time(), "workspace": workspace,
-             "source": source}
-    with open(os.path.join(workspace, "interview.json"), "w", encoding="utf-8") as f:
-        json.dump(state, f, indent=2)
-    with open(CURRENT, "w", encoding="utf-8") as f:
-        json.dump(state, f, indent=2)
-    print(prompt(lesson, minutes))
-    print(f"\nYour file: {_show(source)}\n"
-          f"Time left: ./grade interview status    Submit: ./grade interview submit")
+    check_seed = secrets.randbits(63)
+    state = {"version": st.VERSION, "lesson": lesson.name, "minutes": minutes, "started": st.now(),
+             "workspace": workspace, "prompt": opening, "check_seed": check_seed,
+             "stages": [{"number": 1, "lesson": lesson.name, "title": lesson.title, "source": source,
+                         "prompt": opening, "started_at": 0, "passed_at": None}],
+             "planned": [s.lesson for s in plan.stages], "attempts": [], "phase": "coding", "qa": []}
+    _save(state)
+    st.set_running(workspace)
+    print(opening)
+    print(f"\nYour file: {st.show(source)}\n"
+          "Try it (as often as you like): ./grade interview check\n"
+          "Final answer:                  ./grade interview submit\n"
+          "Time left:                     ./grade interview status")
+    print(st.clock_line(state))
     return exitcodes.PASS
 
 
-def status():
-    state = _load_current()
-    if not state:
-        print("No interview is running. Start one with ./grade interview lessonN [--minutes M].")
+def _record(state, kind, result, snapshot=None):
+    stage = _stage(state)
+    attempt = dict(result, n=len(state["attempts"]) + 1, kind=kind, stage=stage["number"], lesson=stage["lesson"],
+                   elapsed=round(st.elapsed(state), 1), over_time=st.left(state) < 0, snapshot=snapshot)
+    state["attempts"].append(attempt)
+    return attempt
+
+
+def _attempt_dir(state, kind):
+    n = len(state["attempts"]) + 1
+    return os.path.join(state["workspace"], "attempts", f"{n:03d}-{kind}-stage{_stage(state)['number']}")
+
+
+def _no_gpu_note(what):
+    return (f"Your file built, but this machine could not run it (the grader says why above), so this {what} "
+            "is not counted as a failed attempt. The interview and its clock go on.")
+
+
+def check():
+    state = _need_running()
+    _need_coding(state)
+    print(st.clock_line(state), flush=True)
+    stage = _stage(state)
+    lesson = find_lesson(stage["lesson"])
+    out_dir = _attempt_dir(state, "check")
+    os.makedirs(out_dir)
+    result = grading.check(lesson, stage["source"], out_dir, state["check_seed"], content.plan(lesson).check_cases)
+    attempt = _record(state, "check", result)
+    _save(state)
+    n = sum(1 for a in state["attempts"] if a["kind"] == "check")
+    label = f"\ncheck {n} (stage {stage['number']}, {lesson.name})"
+    emulated = " (graded on the CPU emulator: correctness only)" if attempt.get("emulated") else ""
+    if not attempt["counted"]:
+        print(f"{label}: not run.\n{_no_gpu_note('check')}")
+    elif attempt["verdict"] == "fail-build":
+        print(f"{label}: your file did not build; fix the first error above and check again.")
+    elif attempt["verdict"] == "pass":
+        print(f"{label}: all {attempt['cases_total']} visible cases pass{emulated}. They are the same inputs every "
+              "check; submit runs every case on fresh inputs, then the gate: ./grade interview submit")
+    else:
+        failed = attempt["failed"]
+        names = ", ".join(failed[:4]) + (f" and {len(failed) - 4} more" if len(failed) > 4 else "")
+        print(f"{label}: {attempt['cases_passed']} of {attempt['cases_total']} visible cases pass{emulated}; "
+              f"failing: {names or attempt['reason']}. A check never ends the interview: fix and check again.")
+    print(st.clock_line(state))
+    return attempt["code"]
+
+
+def _fresh_seed(avoid):
+    seed = secrets.randbits(63)
+    while seed == avoid:
+        seed = secrets.randbits(63)
+    return seed
+
+
+def _open_next_stage(state, passing):
+    """After a passing submit: the next stage's file and prompt, or None when there is none."""
+    number = _stage(state)["number"] + 1
+    if number - 2 >= len(state["planned"]):
+        return None
+    lesson = find_lesson(state["planned"][number - 2])
+    stage_plan = next(s for s in content.plan(find_lesson(state["lesson"])).stages if s.lesson == lesson.name)
+    with open(passing["snapshot"], encoding="utf-8") as f:
+        previous = f.read()
+    source = os.path.join(state["workspace"], f"stage{number}-{lesson.name}" + extension(lesson))
+    with open(source, "w", encoding="utf-8") as f:
+        f.write(stage_file(number, lesson, previous))
+    stage = {"number": number, "lesson": lesson.name, "title": lesson.title, "source": source,
+             "prompt": stage_plan.prompt, "started_at": round(st.elapsed(state), 1), "passed_at": None}
+    state["stages"].append(stage)
+    return stage
+
+
+def _end_coding(state, reason):
+    state["phase"] = "questions"
+    state["coding_ended"] = round(st.elapsed(state), 1)
+    state["coding_end_reason"] = reason
+
+
+def submit(answers_path=None):
+    state = _need_running()
+    _need_coding(state)
+    if answers_path:
+        read_answers_file(answers_path)  # a bad answers file is an error before anything is graded
+    stage = _stage(state)
+    lesson = find_lesson(stage["lesson"])
+    print(st.clock_line(state), flush=True)
+    over = st.left(state) < 0
+    if over:
+        print("Time is up: this submit is recorded as over time.")
+    out_dir = _attempt_dir(state, "submit")
+    os.makedirs(out_dir)
+    snapshot = os.path.join(out_dir, os.path.basename(stage["source"]))
+    shutil.copyfile(stage["source"], snapshot)
+    result = grading.submit(lesson, snapshot, stage["source"], os.path.join(out_dir, "result.json"),
+                            _fresh_seed(state["check_seed"]))
+    attempt = _record(state, "submit", result, snapshot)
+    n = sum(1 for a in state["attempts"] if a["kind"] == "submit" and a["stage"] == stage["number"])
+    label = f"\nsubmit {n} of stage {stage['number']} ({lesson.name}), at {st.fmt(attempt['elapsed'])}"
+    if not attempt["counted"]:
+        _save(state)
+        print(f"{label}: not graded.\n{_no_gpu_note('submit')}")
+        print(st.clock_line(state))
+        return attempt["code"]
+    if attempt["verdict"] != "pass":
+        _save(state)
+        what = "did not build" if attempt["verdict"] == "fail-build" else f"{attempt['verdict']}: {attempt['reason']}"
+        print(f"{label}: {what}\nThe interview goes on: fix it, check, and submit again"
+              + (" (over time now, so every further attempt is marked)." if over else "."))
+        print(st.clock_line(state))
+        return attempt["code"]
+    stage["passed_at"] = attempt["elapsed"]
+    if stage["number"] == 1:
+        state["numbers"] = content.numbers(attempt["bench"], attempt.get("copy_gbps"))
+    note = " (graded on the CPU emulator: correctness only, no timing)" if attempt.get("emulated") else ""
+    print(f"{label}: PASS{note}.")
+    nxt = None if over else _open_next_stage(state, attempt)
+    if nxt:
+        _save(state)
+        print(f"\nInterviewer (stage {nxt['number']}, {nxt['lesson']}): {nxt['prompt']}\n\n"
+              f"Your file: {st.show(nxt['source'])} (your passing code is kept at its top, the new entry point "
+              "is at the end).\nSame clock; check and submit as before.")
+        print(st.clock_line(state))
         return exitcodes.PASS
-    elapsed, left = _clock(state)
-    note = f"{_fmt(left)} left" if left >= 0 else f"over time by {_fmt(-left)}"
-    print(f"{state['lesson']}: {_fmt(elapsed)} elapsed of {state['minutes']} minutes ({note}).\n"
-          f"File: {_show(state['source'])}")
+    _end_coding(state, "time is up" if over else "every stage passed")
+    _save(state)
+    print("\nThe coding part is over (" + state["coding_end_reason"] + "). Now the follow-up questions.")
+    if answers_path or sys.stdin.isatty():
+        questions(answers_path)
+    else:
+        print(f"Answer them in a terminal with ./grade interview questions, or with --answers FILE ({ANSWERS_FORMAT}).")
+        print(st.clock_line(state))
+    return exitcodes.PASS
+
+
+def _round_questions(state):
+    """The lesson's questions; those on the candidate's numbers filled in, or left out without numbers."""
+    found = content.questions(find_lesson(state["lesson"]))
+    values = state.get("numbers")
+    if values:
+        return [content.Question(content.fill(q.text, values), content.fill(q.model, values), q.needs_numbers)
+                for q in found], 0
+    kept = [q for q in found if not q.needs_numbers]
+    return kept, len(found) - len(kept)
+
+
+def questions(answers_path=None):
+    state = _need_running()
+    answers = read_answers_file(answers_path) if answers_path else None
+    if answers is None and not sys.stdin.isatty():
+        raise UsageError(f"the questions need answers: run ./grade interview questions in a terminal, or give "
+                         f"--answers FILE ({ANSWERS_FORMAT})")
+    if state["phase"] == "coding":
+        over = st.left(state) < 0
+        passed = sum(1 for s in state["stages"] if s.get("passed_at") is not None)
+        _end_coding(state, "time is up" if over else f"stopped by the candidate after {passed} passed stage(s)")
+    qs, skipped = _round_questions(state)
+    state["numbers_skipped"] = skipped
+    _save(state)
+    print(st.clock_line(state))
+    if answers is not None and len(answers) > len(qs):
+        print(f"(the answers file has {len(answers)} answers for {len(qs)} questions; the extra ones are ignored)")
+    if skipped:
+        print(f"({skipped} question(s) on your own measured numbers are left out: no timed passing submit)")
+    print(f"\nFollow-up questions ({len(qs)}): after each answer you see the model answer and score yourself.")
+
+    def record(entry):
+        state["qa"].append(entry)
+        _save(state)
+
+    ask(qs, state["qa"], record, answers)
+    return _finish(state, "finished")
+
+
+def _history_entry(state, status):
+    stages = state["stages"]
+    first = reporting.passing_submit(state, 1)
+    speed = reporting.speed(first)
+    scored = [x["score"] for x in state.get("qa", []) if x.get("score") is not None]
+    last_first = reporting.stage_submits(state, 1)
+    return {"date": time.strftime("%Y-%m-%d %H:%M", time.localtime(state["started"])), "lesson": state["lesson"],
+            "minutes": state["minutes"], "elapsed_s": round(state.get("coding_ended") or st.elapsed(state)),
+            "over_time": (state.get("coding_ended") or st.elapsed(state)) > state["minutes"] * 60, "status": status,
+            "stages_passed": sum(1 for s in stages if s.get("passed_at") is not None),
+            "stages_total": 1 + len(state["planned"]), "first_stage_passed": first is not None,
+            "verdict": last_first[-1]["verdict"] if last_first else None,
+            "speed": round(speed[0], 3) if speed else None, "score": sum(scored), "max_score": 2 * len(scored),
+            "report": os.path.join(state["workspace"], "report.md")}
+
+
+def _finish(state, status):
+    state["phase"] = "done" if status == "finished" else "abandoned"
+    path = _save(state)
+    st.append_history(_history_entry(state, status))
+    st.clear_running()
+    print("\nScore card:")
+    for what, text in reporting.scorecard(state, _needs_gpu):
+        print(f"  {what:<12} {text}")
+    print(f"\nReport: {st.show(path)}   All interviews: ./grade interview history")
     return exitcodes.PASS
 
 
 def abandon():
-    state = _load_current()
+    try:
+        state = st.running()
+    except st.StateError as e:
+        aside = st.set_aside_damaged() if os.path.exists(st.CURRENT) else None
+        print(f"Dropped an interview whose state could not be read: {e}")
+        if aside:
+            print(f"The damaged pointer is kept as {st.show(aside)}.")
+        return exitcodes.PASS
     if not state:
         print("No interview is running.")
         return exitcodes.PASS
-    os.remove(CURRENT)
-    print(f"Stopped the {state['lesson']} interview; its workspace stays in {state['workspace']}.")
+    if state.get("coding_ended") is None:
+        state["coding_ended"] = round(st.elapsed(state), 1)
+        state["coding_end_reason"] = "abandoned"
+    print(f"Stopped the {state['lesson']} interview; its files stay in {st.show(state['workspace'])}.")
+    return _finish(state, "abandoned")
+
+
+def status():
+    state = st.running()
+    if not state:
+        print("No interview is running. Start one with ./grade interview lessonN [--minutes M] "
+              "(or ./grade interview random).")
+        return exitcodes.PASS
+    stage = _stage(state)
+    total = 1 + len(state["planned"])
+    checks = [a for a in state["attempts"] if a["kind"] == "check"]
+    submits = [a for a in state["attempts"] if a["kind"] == "submit"]
+    print(st.clock_line(state))
+    print(f"Stage {stage['number']} of at most {total}: {stage['lesson']}, {stage['title']}\n"
+          f"File: {st.show(stage['source'])}\n"
+          f"So far: {len(checks)} check(s), {len(submits)} submit(s)"
+          + (f"; last: {state['attempts'][-1]['kind']} {state['attempts'][-1]['verdict']}" if state["attempts"] else ""))
+    if state["phase"] == "questions":
+        print(f"Coding is over; {len(state['qa'])} question(s) answered. Go on: ./grade interview questions")
+    elif st.left(state) < 0:
+        print("Time is up. Submit what you have (it is marked over time), or go to the questions: "
+              "./grade interview questions")
+    else:
+        print("Next: ./grade interview check (visible cases), ./grade interview submit (final answer)")
     return exitcodes.PASS
 
 
-def _read_answers(path):
-    with open(path, encoding="utf-8") as f:
-        blocks = re.split(r"^---\s*$", f.read(), flags=re.M)
-    return [b.strip() for b in blocks]
-
-
-def _ask(question, answer_lines):
-    print(f"\nQ: {question}")
-    print("Your answer (end with an empty line):")
-    lines = []
-    for line in answer_lines:
-        if not line.strip():
-            break
-        lines.append(line.rstrip("\n"))
-    return "\n".join(lines)
-
-
-def submit(answers_path=None, ask=True, grade_fn=None):
-    state = _load_current()
-    if not state:
-        raise UsageError("no interview is running: start one with ./grade interview lessonN")
-    lesson = find_lesson(state["lesson"])
-    elapsed, left = _clock(state)
-    over = left < 0
-    print(f"Submitted after {_fmt(elapsed)} of {state['minutes']} minutes" +
-          (f" (over time by {_fmt(-left)})." if over else "."))
-    result_path = os.path.join(state["workspace"], "result.json")
-    code = grade_fn(lesson, state["source"], result_path)
-    result = {}
-    try:
-        with open(result_path, encoding="utf-8") as f:
-            result = json.load(f)
-    except (OSError, ValueError):
-        result = {"verdict": exitcodes.VERDICTS.get(code, "error"), "reason": "no report"}
-
-    qa = []
-    pairs = questions(lesson)
-    answers = _read_answers(answers_path) if answers_path else None
-    interactive = ask and answers is None and sys.stdin.isatty()
-    if ask and (answers is not None or interactive):
-        print(f"\nFollow-up questions ({len(pairs)}). After each answer you see the model answer and score "
-              "yourself: 0 missed, 1 partly, 2 fully.")
-        for i, (q, model) in enumerate(pairs):
-            if answers is not None:
-                given = answers[i] if i < len(answers) else ""
-                print(f"\nQ{i + 1}: {q}\nYour answer: {given or '(none)'}")
-                score = None
-            else:
-                given = _ask(q, iter(sys.stdin.readline, ""))
-                score = None
-            print(f"Model answer:\n{model}")
-            if interactive:
-                raw = input("Your score (0, 1, 2; Enter to skip): ").strip()
-                score = int(raw) if raw in ("0", "1", "2") else None
-            qa.append({"question": q, "answer": given, "model": model, "score": score})
+def report():
+    state = st.running()
+    if state:
+        path = _save(state)
+        print(st.clock_line(state))
+        print(f"(the running interview's report so far: {st.show(path)})\n")
     else:
-        print("\n(follow-up questions skipped; give --answers FILE, or run submit in a terminal to answer them)")
-
-    scored = [x["score"] for x in qa if x["score"] is not None]
-    report = os.path.join(state["workspace"], "report.md")
-    with open(report, "w", encoding="utf-8") as f:
-        f.write(f"# Mock interview: {lesson.name}, {lesson.title}\n\n")
-        f.write(f"- started: {time.strftime('%Y-%m-%d %H:%M', time.localtime(state['started']))}\n")
-        f.write(f"- time: {_fmt(elapsed)} of {state['minutes']} minutes" + (" (over time)\n" if over else "\n"))
-        f.write(f"- verdict: {result.get('verdict')}" + (f" ({result.get('reason')})" if result.get("reason") else "")
-                + "\n")
-        for b in result.get("bench", []):
-            f.write(f"- {b['shape']} {b['dtype']}: {b['student_gbps']:.0f} GB/s, {b['ratio']:.2f} of the reference\n")
-        failed = [c for c in result.get("cases", []) if not c.get("passed")]
-        if failed:
-            f.write("\n## Failing cases\n\n" + "".join(f"- {c['name']}: {c['detail']}\n" for c in failed))
-        if qa:
-            f.write("\n## Follow-up questions\n")
-            for i, x in enumerate(qa, 1):
-                score = "not scored" if x["score"] is None else f"{x['score']}/2"
-                f.write(f"\n### {i}. {x['question']}\n\n**Your answer** ({score}):\n\n{x['answer'] or '(none)'}\n\n"
-                        f"**Model answer:**\n\n{x['model']}\n")
-        f.write(f"\nYour file: {state['source']}\n")
-    entry = {"date": time.strftime("%Y-%m-%d %H:%M", time.localtime(state["started"])), "lesson": lesson.name,
-             "minutes": state["minutes"], "elapsed_s": round(elapsed), "over_time": over,
-             "verdict": result.get("verdict"), "score": sum(scored), "max_score": 2 * len(scored),
-             "report": report}
-    with open(HISTORY, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
-    os.remove(CURRENT)
-    print(f"\nReport: {_show(report)}   History: ./grade interview history")
-    return code
+        entries, _ = st.history()
+        if not entries:
+            print("No interviews yet. Start one with ./grade interview lessonN [--minutes M].")
+            return exitcodes.PASS
+        path = entries[-1].get("report", "")
+        if not path or not os.path.isfile(path):
+            raise UsageError(f"the last interview's report {path or '(none recorded)'} is missing; "
+                             "./grade interview history lists the others")
+    with open(path, encoding="utf-8") as f:
+        print(f.read(), end="")
+    return exitcodes.PASS
 
 
 def history():
     try:
-        with open(HISTORY, encoding="utf-8") as f:
-            entries = [json.loads(line) for line in f if line.strip()]
-    except OSError:
-        entries = []
+        state = st.running()
+    except st.StateError:
+        state = None  # history does not need the running interview; its own commands name the problem
+    if state:
+        print(st.clock_line(state) + " (running; not in the history until it ends)")
+    entries, damaged = st.history()
     if not entries:
         print("No interviews yet. Start one with ./grade interview lessonN [--minutes M].")
         return exitcodes.PASS
-    print(f"{'date':<17} {'lesson':<8} {'time':>11} {'verdict':<17} score")
+    print(f"{'date':<17} {'lesson':<8} {'time':>11} {'status':<10} {'stages':<7} {'speed':>6} {'questions':>9}  report")
     for e in entries:
-        t = f"{_fmt(e['elapsed_s'])}/{e['minutes']}m" + ("!" if e["over_time"] else "")
-        score = f"{e['score']}/{e['max_score']}" if e["max_score"] else "-"
-        print(f"{e['date']:<17} {e['lesson']:<8} {t:>11} {str(e['verdict']):<17} {score}")
-    print("(! = over time)")
+        t = f"{st.fmt(e.get('elapsed_s', 0))}/{e.get('minutes', '?')}m" + ("!" if e.get("over_time") else "")
+        stages = f"{e['stages_passed']}/{e['stages_total']}" if "stages_total" in e else str(e.get("verdict"))
+        speed = f"{e['speed']:.2f}" if e.get("speed") else "-"
+        score = f"{e['score']}/{e['max_score']}" if e.get("max_score") else "-"
+        print(f"{e.get('date', '?'):<17} {e['lesson']:<8} {t:>11} {e.get('status', 'finished'):<10} {stages:<7} "
+              f"{speed:>6} {score:>9}  {st.show(e['report']) if e.get('report') else ''}")
+    print("(time: coding time of the limit, ! = over time; stages: passed of offered; speed: geometric mean of "
+          "the first stage's bandwidth over the reference's; questions: self-scored points)")
+    if damaged:
+        print(f"({damaged} damaged line(s) of {st.show(st.HISTORY)} skipped)")
     return exitcodes.PASS

@@ -7,8 +7,8 @@
   ./grade lessonN --reset      restore the stub (your file is backed up first)
   ./grade lessonN --source F   grade any file written against the lesson's contract
 
-  ./grade interview lessonN [--minutes M]   a timed mock interview on a bare stub
-  ./grade interview status | submit [--answers FILE] [--no-questions] | history | abandon
+  ./grade interview lessonN|random [--minutes M]   a timed mock interview in stages, on a bare stub
+  ./grade interview check | submit | questions [--answers FILE] | status | report | history | abandon
 
   ./grade leaderboard lessonN DIR [--out DIR]   grade and rank every student's file in DIR
   ./grade leaderboard merge lessonN RESULTS     rank results collected by a Slurm job array
@@ -22,10 +22,11 @@ import sys
 import time
 
 from . import exitcodes, hints, progress
-from .build import BuildError, build_targets, compile_source, config, library
+from .build import BuildError, build_targets, compile_source, grader_command, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
 from . import interview, leaderboard
 from .board.grading import BoardLimits
+from .interview_state import StateError
 from .stub import reset_exercise, is_untouched
 
 
@@ -127,20 +128,8 @@ def grade_once(lesson, args):
     if args.build_only:
         print(f"built {lib}")
         return exitcodes.PASS
-    cfg = config()
-    cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", lib, "--source-name", shown]
-    if lesson.needs_gpu:
-        cmd += ["--reference", library(lesson, "reference")]
-    for flag, value in (("--seed", args.seed), ("--json", args.json), ("--cases", args.cases),
-                        ("--samples", args.samples)):
-        if value is not None:
-            cmd += [flag, str(value)]
-    if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
-        cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
-    if args.no_bench:
-        cmd.append("--no-bench")
-    if args.full_bench:
-        cmd.append("--full-bench")
+    cmd = grader_command(lesson, lib, shown, seed=args.seed, json_path=args.json, cases=args.cases,
+                         samples=args.samples, no_bench=args.no_bench, full_bench=args.full_bench)
     if args.sanitize:
         code = _sanitize(cmd)
     else:
@@ -182,31 +171,26 @@ def watch(lesson, args):
 def _interview_parser():
     p = _Parser(prog="./grade interview", description=interview.__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", help="lessonN to start one, or status, submit, history, abandon")
+    p.add_argument("what", help="lessonN or random to start one; check, submit, questions, status, report, "
+                                "history, abandon")
     p.add_argument("--minutes", type=int, default=45, help="time limit of a new interview (default 45)")
     p.add_argument("--answers", metavar="FILE",
-                   help="submit: answers to the follow-up questions, separated by lines of ---")
-    p.add_argument("--no-questions", action="store_true", help="submit: skip the follow-up questions")
+                   help="submit, questions: the answers (and self-scores) to the follow-up questions")
     return p
-
-
-def _grade_file(lesson, source, json_path):
-    args = _parser().parse_args([lesson.name, "--source", source, "--json", json_path])
-    return grade_once(lesson, args)
 
 
 def run_interview(argv):
     args = _interview_parser().parse_args(argv)
-    if args.what == "status":
-        return interview.status()
-    if args.what == "history":
-        return interview.history()
-    if args.what == "abandon":
-        return interview.abandon()
-    if args.what == "submit":
+    commands = {"status": interview.status, "history": interview.history, "abandon": interview.abandon,
+                "report": interview.report, "check": interview.check}
+    if args.what in ("submit", "questions"):
         if args.answers and not os.path.isfile(args.answers):
-            raise UsageError(f"no such file: {args.answers}")
-        return interview.submit(args.answers, ask=not args.no_questions, grade_fn=_grade_file)
+            raise UsageError(f"no such file: {args.answers} (the answers to the follow-up questions)")
+        return (interview.submit if args.what == "submit" else interview.questions)(args.answers)
+    if args.answers:
+        raise UsageError("--answers goes with ./grade interview submit or ./grade interview questions")
+    if args.what in commands:
+        return commands[args.what]()
     return interview.start(args.what, args.minutes)
 
 
@@ -285,3 +269,6 @@ def main(argv):
     except BuildError as e:
         print(f"./grade: {e}\n{e.output}", file=sys.stderr)
         return exitcodes.FAIL_BUILD
+    except StateError as e:
+        print(f"./grade: {e}", file=sys.stderr)
+        return exitcodes.NO_GPU

@@ -1,0 +1,131 @@
+"""Building and grading the candidate's file for `check` and `submit`.
+
+Results come from the grader's JSON report (`--json`), never from its terminal text; the terminal
+text is shown to the candidate as the grader wrote it. A run that could not grade (no usable GPU, a
+GPU too old for the lesson) is recorded but not counted as a failed attempt. A report marked
+`"emulated": true` (the grader's CPU emulator) is a correctness-only result: no bandwidth, no gate.
+"""
+import json
+import os
+import subprocess
+
+from . import exitcodes
+from .build import BuildError, build_targets, compile_source, grader_command
+from .interview_content import interview_file
+from .interview_state import show
+from .lessons import UsageError
+
+
+def _build(lesson, source, shown):
+    """The compiled submission's path, or (None, attempt) when it did not compile.
+
+    `source` is what is compiled (a submit compiles its kept copy); `shown` is the candidate's own file,
+    which the compiler's messages name instead.
+    """
+    print(f"building {lesson.name} ({show(shown)}) ...", flush=True)
+    try:
+        build_targets("wb-grader", f"{lesson.name}_reference")
+        return compile_source(lesson, source), None
+    except BuildError as e:
+        message, output = str(e).replace(source, show(shown)), e.output.replace(source, show(shown))
+        print(f"\n{message}:\n\n{output}\n" if output else f"\n{message}\n")
+        return None, {"verdict": "fail-build", "reason": message, "counted": True, "code": exitcodes.FAIL_BUILD,
+                      "cases_passed": 0, "cases_total": 0, "failed": [], "bench": []}
+
+
+def _read_report(path, code):
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        if isinstance(report, dict) and report.get("verdict"):
+            return report
+    except (OSError, ValueError):
+        pass
+    status = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    return {"verdict": exitcodes.VERDICTS.get(code, "error"),
+            "reason": f"the grader {status} without writing its report", "cases": [], "bench": []}
+
+
+def summarise(report, code):
+    """What the interview keeps of one grader report."""
+    cases = report.get("cases") or []
+    ran = [c for c in cases if not c.get("skipped")]
+    emulated = report.get("emulated") is True
+    verdict = report.get("verdict", "error")
+    return {
+        "verdict": verdict,
+        "reason": report.get("reason", ""),
+        "code": code,
+        "counted": verdict != "no-gpu",
+        "emulated": emulated,
+        "cases_passed": sum(1 for c in ran if c.get("passed")),
+        "cases_total": len(ran),
+        "failed": [c.get("name", "?") for c in ran if not c.get("passed")],
+        "bench": [] if emulated else report.get("bench") or [],
+        "copy_gbps": report.get("copy_gbps"),
+        "gate_fraction": report.get("gate_fraction"),
+        "gpu": report.get("gpu", ""),
+        "seed": report.get("seed"),
+    }
+
+
+def _opening(text):
+    """A run's opening lines (up to the first blank line): the source, the seed, the GPU."""
+    head, sep, _ = text.partition("\n\n")
+    return head if sep else ""
+
+
+def check(lesson, source, out_dir, seed, patterns):
+    """The interviewer's cases: one grader run per case pattern, same seed every check, no timing.
+
+    The grader takes one name filter per run, so each pattern is its own run; their identical
+    opening lines (file, seed, GPU) are shown once.
+    """
+    lib, failed_build = _build(lesson, source, source)
+    if failed_build:
+        return failed_build
+    merged = {"verdict": "pass", "reason": "", "cases": [], "bench": []}
+    shown_opening, code = None, exitcodes.PASS
+    emulated = False
+    for i, pattern in enumerate(patterns):
+        path = os.path.join(out_dir, f"part{i}.json")
+        cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=path, cases=pattern, no_bench=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = proc.stdout
+        report = _read_report(path, proc.returncode)
+        if proc.returncode == exitcodes.USAGE and str(report.get("reason", "")).startswith("no case matches"):
+            raise UsageError(f"{show(interview_file(lesson))} lists the check case '{pattern}', which {lesson.name}'s "
+                             "grader does not have; fix the lesson's list under '## Cases run by check'")
+        opening = _opening(out)
+        if opening and opening == shown_opening:
+            out = out[len(opening):].lstrip("\n")
+        else:
+            shown_opening = opening
+        print(out.rstrip("\n"), flush=True)
+        emulated = emulated or report.get("emulated") is True
+        merged["cases"] += report.get("cases") or []
+        for key in ("gpu", "seed"):
+            merged[key] = report.get(key)
+        if report.get("verdict") == "no-gpu" or proc.returncode not in (exitcodes.PASS, exitcodes.FAIL_CORRECTNESS):
+            merged.update(verdict=report.get("verdict"), reason=report.get("reason", ""))
+            code = proc.returncode
+            break  # every further run would hit the same wall
+        if report.get("verdict") != "pass" and merged["verdict"] == "pass":
+            merged.update(verdict=report.get("verdict"), reason=report.get("reason", ""))
+            code = proc.returncode
+    merged["emulated"] = emulated
+    return summarise(merged, code)
+
+
+def submit(lesson, snapshot, source, json_path, seed):
+    """Every case on fresh inputs, then the gate: the grader's full run, its output streamed.
+
+    The kept copy `snapshot` is graded, so what is recorded is exactly what was submitted even if the
+    candidate edits `source` meanwhile; messages name `source`.
+    """
+    lib, failed_build = _build(lesson, snapshot, source)
+    if failed_build:
+        return failed_build
+    cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=json_path)
+    code = subprocess.call(cmd)
+    return summarise(_read_report(json_path, code), code)

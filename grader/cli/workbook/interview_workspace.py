@@ -1,0 +1,60 @@
+"""The files a candidate edits: the bare stub of the first stage, and each follow-up stage's file
+(the candidate's passing code carried over, with the next lesson's entry point added, empty)."""
+import re
+
+from .interview_content import contract, _section
+
+
+def _includes(lesson):
+    if lesson.needs_gpu:
+        return ["#include <cuda_runtime.h>", "#include <cuda_fp16.h>", "#include <cuda_bf16.h>", "#include <cstdint>"]
+    return ["#include <cstdint>", "#include <cmath>"]
+
+
+def entry_point_stub(lesson):
+    """The contract with empty bodies: it compiles and fails every case."""
+    decl = contract(lesson)
+    is_void = re.search(r"^\s*void\s+\w+\(", decl, flags=re.M) is not None
+    body = " {\n    // Your implementation.\n" + ("}" if is_void else "    return cudaErrorNotYetImplemented;\n}")
+    return re.sub(r"\);\s*\n\}\s*$", ")" + body + "\n\n}  // namespace", decl.rstrip() + "\n", flags=re.S)
+
+
+def extension(lesson):
+    return ".cu" if lesson.needs_gpu else ".cpp"
+
+
+def bare_stub(lesson, minutes):
+    return (f"// Mock interview: {lesson.name}, {lesson.title}. You have {minutes} minutes.\n"
+            f"// Edit this file. Try it: ./grade interview check    Final answer: ./grade interview submit\n"
+            + "\n".join(_includes(lesson)) + "\n\n" + entry_point_stub(lesson) + "\n")
+
+
+def stage_file(number, lesson, previous_code):
+    """Stage `number`'s file: the code that passed the previous stage, then the new entry point.
+
+    The earlier code stays so its helpers (reductions, vector loads) can be reused; it lives in its
+    own lesson's namespace, so it never collides with the new entry point.
+    """
+    return (f"// Mock interview, stage {number}: {lesson.name}, {lesson.title}.\n"
+            f"// Your code from the previous stage is kept below; the new entry point is at the end.\n"
+            f"// Try it: ./grade interview check    Final answer: ./grade interview submit\n\n"
+            + previous_code.rstrip() + "\n\n"
+            f"// ---- stage {number}: the new entry point ----\n"
+            + "\n".join(_includes(lesson)) + "\n\n" + entry_point_stub(lesson) + "\n")
+
+
+def prompt(lesson, minutes):
+    """The interviewer's opening: the lesson's first paragraph, the contract, and the rules of the clock."""
+    what = _section(lesson, "What you build")
+    prose = [p for p in re.split(r"\n\s*\n", what)
+             if not p.lstrip().startswith(("```", "make ", "./grade", "    ")) and "exercises/" not in p
+             and not p.rstrip().endswith(":")]
+    first = " ".join(prose[0].split()) if prose else ""
+    gpu = ("Correctness comes first; then your kernel is timed against the reference solution in the "
+           "same process, and it must reach the lesson's share of the reference's bandwidth."
+           if lesson.needs_gpu else "It is graded on the CPU for correctness.")
+    return (f"Interviewer: implement this entry point. {first}\n\n{contract(lesson)}\n\n"
+            f"Any valid input must work: think about sizes, tails, alignment and edge cases before you write code. "
+            f"{gpu} You have {minutes} minutes; the clock is running. Run the cases I would run with you as "
+            f"often as you like with ./grade interview check; ./grade interview submit is your final answer, "
+            f"graded on every case with inputs you have not seen.")
