@@ -155,11 +155,11 @@ PAYLOADS = {
             for (;;) sleep(1); } _exit(0); }""",
 }
 
-# A compile that takes minutes and little memory: constant evaluations the compiler must finish.
-COMPILE_BOMB = "\n".join(
-    f"constexpr unsigned long wb_slow{i}() {{ unsigned long s = {i}; for (unsigned long a = 0; a < 200000; ++a) "
-    f"for (unsigned long b = 0; b < 200000; ++b) s += a ^ b; return s; }}\nstatic_assert(wb_slow{i}() != 1, \"\");"
-    for i in range(12))
+# A compile that takes minutes and little memory: a thousand constant evaluations the compiler must
+# finish, each small enough for both g++ and nvcc's front end to accept.
+COMPILE_BOMB = ("constexpr unsigned long wb_step(unsigned long i) { unsigned long s = i; "
+                "for (unsigned long a = 0; a < 200000; ++a) s += a ^ i; return s; }\n" +
+                "\n".join(f"static_assert(wb_step({i}) != 1, \"\");" for i in range(1000)))
 
 
 def _hostile(base, name, payload, port):

@@ -328,7 +328,8 @@ class Sandbox:
                 break
             time.sleep(0.05)
         code = proc.wait()
-        outcome.left_behind = self._sweep(proc.pid, seen, ticket)
+        # After a limit, everything was killed on purpose; what is still exiting is not "left behind".
+        outcome.left_behind = self._sweep(proc.pid, seen, ticket, report=outcome.limit is None)
         for t in pumps:
             t.join(timeout=10)
         if outcome.limit is None and stop.is_set():
@@ -352,9 +353,10 @@ class Sandbox:
         _kill([proc.pid, *seen])
 
     @staticmethod
-    def _sweep(root, seen, ticket):
+    def _sweep(root, seen, ticket, report=True):
         """Kills whatever of this run is still alive; returns what was found (pids and names)."""
         found = []
+        time.sleep(0.05)  # what the PID namespace's end just killed is given a moment to go
         for _ in range(3):
             children = _children_map()
             alive = set(_descendants(root, children))
@@ -364,10 +366,13 @@ class Sandbox:
                 break
             for pid in alive:
                 try:
-                    with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
-                        found.append(f"{pid} ({f.read().strip()})")
+                    with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                        stat = f.read()
                 except OSError:
-                    pass
+                    continue
+                name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
+                if report and state not in ("Z", "X"):
+                    found.append(f"{pid} ({name})")
             _kill(alive)
             time.sleep(0.1)
         return sorted(set(found))
