@@ -82,7 +82,12 @@ CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& c
     const bool empty = call.problem.rows == 0;
     const LaunchReport launch =
         run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
-    if (!launch.problem.empty()) return CaseOutcome::fail(launch.problem);
+    if (!launch.problem.empty()) {
+        const FailureCause cause = launch.kind == LaunchProblem::stream         ? FailureCause::stream
+                                   : launch.kind == LaunchProblem::kernel_error ? FailureCause::kernel
+                                                                                 : FailureCause::launch;
+        return CaseOutcome::fail(launch.problem, cause);
+    }
     const std::string problems = check_call(call, t, stream);
     return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
 }

@@ -262,7 +262,9 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
                 auto inner = k.run;
                 k.run = [inner](uint64_t seed, int rep) {
                     CaseOutcome o = inner(seed, rep);
-                    if (!o.passed && o.detail.find("x[") == std::string::npos)
+                    // Only a wrong y after a correct launch on the right stream can be a read of x
+                    // before the wait; a launch or stream problem is named as itself.
+                    if (!o.passed && o.cause == FailureCause::output && o.detail.find("y[") != std::string::npos)
                         o.detail = "x was read before the producer finished writing it: the grid-dependency wait "
                                    "(cudaGridDependencySynchronize or griddepcontrol.wait) is missing or comes after "
                                    "the first load of x. " + o.detail;

@@ -17,6 +17,8 @@
 
 #include "bench_runner.h"
 #include "correctness_runner.h"
+#include "failure_summary.h"
+#include "gate_reason.h"
 #include "gpu_checks.h"
 #include "launch_guard.h"
 #include "plan_dispatch.h"
@@ -30,7 +32,7 @@ struct Args {
     int lesson = 0;
     std::string student, reference, source_name, json, filter;
     uint64_t seed = 0;
-    bool seed_given = false, bench = true, full_bench = false, small = false;
+    bool seed_given = false, bench = true, full_bench = false, small = false, untouched_stub = false;
     int samples = 15;
     double watchdog = 30;
 };
@@ -38,7 +40,7 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS]\n"
+    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -70,6 +72,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--no-bench") a.bench = false;
         else if (arg == "--full-bench") a.full_bench = true;
         else if (arg == "--small") a.small = true;
+        else if (arg == "--untouched-stub") a.untouched_stub = true;
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
     }
@@ -189,6 +192,12 @@ int grade(const Args& args) {
             report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
             std::printf("\n%zu of %zu case(s) failed. The gate runs once every case passes.\n", failed,
                         report.cases.size());
+            const std::string stub = stub_notice(report.cases, args.untouched_stub);
+            if (!stub.empty()) {
+                report.still_stub = true;
+                report.reason = stub;
+                std::printf("%s\n", stub.c_str());
+            }
             return finish(report, args, kFailCorrectness);
         }
         std::printf("\nall %zu case(s) passed\n", report.cases.size());
@@ -202,16 +211,8 @@ int grade(const Args& args) {
             std::printf("\ngate: PASS\n");
         } else {
             report.verdict = code == kFailCorrectness ? "fail-correctness" : "fail-gate";
-            report.reason = !report.gate_notes.empty() ? report.gate_notes.back() : "below the gate on some shape";
-            for (const BenchResult& b : report.bench)
-                if (b.verdict == "slow" && report.gate_notes.empty()) {
-                    char buf[256];
-                    std::snprintf(buf, sizeof buf, "below the gate: %s %s runs at %.2f of the reference's bandwidth; "
-                                  "the gate asks for %.2f", b.shape.c_str(), b.dtype.c_str(), b.ratio,
-                                  report.gate_fraction);
-                    report.reason = buf;
-                    break;
-                }
+            report.reason = gate_failure_reason(report);
+            if (report.reason.empty()) report.reason = "below the gate on some shape (see the table)";
             std::printf("\ngate: FAIL (%s)\n", report.reason.c_str());
         }
         return finish(report, args, code);

@@ -25,7 +25,7 @@ from . import exitcodes, hints, progress
 from .build import BuildError, build_targets, compile_source, config, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
 from . import interview, leaderboard
-from .stub import reset_exercise, is_untouched
+from .stub import reset_exercise, is_untouched, is_shipped_stub
 
 
 class _Parser(argparse.ArgumentParser):
@@ -136,6 +136,8 @@ def grade_once(lesson, args):
             cmd += [flag, str(value)]
     if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
         cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
+    if not args.source and is_shipped_stub(lesson):
+        cmd.append("--untouched-stub")  # the grader then says plainly that the file is still the stub
     if args.no_bench:
         cmd.append("--no-bench")
     if args.full_bench:
