@@ -242,6 +242,7 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
         {"pdl_chain_late_producer_one_row", "the same with one row of 8192", 1, 8192, true, true},
         {"rows_zero", "rows = 0 returns success and launches nothing", 0, 4096},
         {"decode_rows_1", "one row of 4096", 1, 4096},
+        {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
         {"decode_rows_64", "64 rows of 8192", 64, 8192},
         {"many_rows_gt_65535", "70001 rows", 70001, 136},
         {"odd_cols", "1001 columns", 300, 1001},
