@@ -66,6 +66,9 @@ struct BenchShape {
     std::function<double()> time_reference;
     /// Checks the outputs the timed student launches wrote; returns "" when right.
     std::function<std::string()> verify_student;
+    /// One launch of the student's (true) or the reference's (false) call on fresh tensors, inside
+    /// a cudaProfilerStart/Stop range for `./grade lessonN --profile`; returns the kernels it launched.
+    std::function<int(bool student)> profile_once;
 };
 
 /// A lesson's grading plan for one student against the reference.

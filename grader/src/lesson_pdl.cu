@@ -302,6 +302,13 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
             r->reset();
             return std::string();
         };
+        // The profile looks at the norm itself at the chain's shape, launched with PDL on and
+        // nothing before it (the wait returns at once), not at the producer and consumer.
+        const PdlCase one{"", "", c.rows, c.cols};
+        b.profile_once = [one, c, fs, fr](bool mine) {
+            const PdlCall fn = mine ? fs : fr;
+            return profile_launch([one, c, fn](uint64_t seed) { return pdl_call(one, c.t, seed, fn); });
+        };
         plan.bench.push_back(b);
     }
     // The gate's extra condition: the student's own chain is measurably faster with PDL.
