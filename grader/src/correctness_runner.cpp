@@ -65,7 +65,7 @@ public:
             if (c.name != info.name()) continue;
             if (c.skipped) std::printf("  SKIP  %s\n", c.name.c_str());
             else if (c.passed) std::printf("  pass  %s\n", c.name.c_str());
-            else if (printed_.insert(c.message.empty() ? c.detail : c.message).second)
+            else if (printed_.insert(failure_key(c)).second)
                 std::printf("  FAIL  %s  (%s)\n        %s\n", c.name.c_str(), c.what.c_str(), c.detail.c_str());
             std::fflush(stdout);
         }

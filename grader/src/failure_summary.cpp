@@ -5,16 +5,28 @@
 
 namespace workbook {
 
+std::string failure_key(const CaseResult& c) {
+    const std::string& m = c.message.empty() ? c.detail : c.message;
+    if (c.cause != "launch" && c.cause != "stream") return m;
+    std::string key;
+    for (size_t i = 0; i < m.size(); ++i) {
+        const bool digit = m[i] >= '0' && m[i] <= '9';
+        if (!digit) key += m[i];
+        else if (key.empty() || key.back() != '#') key += '#';
+    }
+    return key;
+}
+
 std::vector<FailureGroup> group_failures(const std::vector<CaseResult>& cases) {
     std::vector<FailureGroup> groups;
     std::map<std::string, size_t> index;
     for (const CaseResult& c : cases) {
         if (c.passed || c.skipped) continue;
-        const std::string& key = c.message.empty() ? c.detail : c.message;
+        const std::string key = failure_key(c);
         auto it = index.find(key);
         if (it == index.end()) {
             index.emplace(key, groups.size());
-            groups.push_back(FailureGroup{key, {c.name}});
+            groups.push_back(FailureGroup{c.message.empty() ? c.detail : c.message, {c.name}});
         } else {
             groups[it->second].cases.push_back(c.name);
         }

@@ -18,7 +18,11 @@ struct FailureGroup {
     std::vector<std::string> cases;  ///< the first is printed in full, the rest in one line
 };
 
-/// The failures grouped by identical message (passed and skipped cases left out).
+/// What makes two failures "the same": the message, with the numbers left out when the cause is a
+/// launch or a stream (the grid of a refused launch follows the case's rows; the mistake does not).
+std::string failure_key(const CaseResult& c);
+
+/// The failures grouped by failure_key (passed and skipped cases left out).
 std::vector<FailureGroup> group_failures(const std::vector<CaseResult>& cases);
 
 /// The one line that stands for a group's other cases: "and 64 more cases with the same failure

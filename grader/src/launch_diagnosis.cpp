@@ -44,10 +44,12 @@ std::string explain_launch_limits(const LaunchShape& l, const LaunchLimits& lim)
 std::string describe_failed_launch(const LaunchShape& l, const char* error_name, const char* error_text,
                                    const LaunchLimits& limits, bool rows_zero) {
     std::string out = rows_zero ? "rows = 0 must return cudaSuccess and launch nothing, but the entry point launched "
-                                : "a kernel launch failed: ";
+                                  "a kernel ("
+                                : "a kernel launch (";
     out += std::string("grid ") + format_dim(l.grid) + ", block " + format_dim(l.block);
     if (l.shared_bytes) out += ", " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory";
-    out += std::string(" was refused with ") + error_name + " (" + error_text + ")";
+    out += std::string(rows_zero ? "), which was refused with " : ") was refused with ") + error_name + " (" +
+           error_text + ")";
     const std::string why = explain_launch_limits(l, limits);
     if (!why.empty()) out += ": " + why;
     return out;

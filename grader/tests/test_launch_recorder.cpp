@@ -23,7 +23,8 @@ ProbeFn probe(const char* name) {
 TEST(LaunchRecorder, SeesTheTripleChevronLaunchOfALibrary) {
     ProbeFn fn = probe("probe_grid_y");
     ASSERT_NE(fn, nullptr) << dlerror();
-    auto* stream = reinterpret_cast<cudaStream_t>(0x1234);  // never used: the launch is refused first
+    // A valid handle that is not the legacy stream: the runtime reads it on a GPU before refusing the launch.
+    cudaStream_t stream = cudaStreamPerThread;
     LaunchRecording rec;
     fn(stream);
     rec.stop();
@@ -42,7 +43,7 @@ TEST(LaunchRecorder, SeesALaunchConfigWithItsStreamUnset) {
     ProbeFn fn = probe("probe_config_unset");
     ASSERT_NE(fn, nullptr) << dlerror();
     LaunchRecording rec;
-    fn(reinterpret_cast<cudaStream_t>(0x1234));
+    fn(cudaStreamPerThread);
     rec.stop();
     cudaGetLastError();
     ASSERT_EQ(rec.launches().size(), 1u);

@@ -43,7 +43,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 TEST(LaunchMessages, GridYPastItsLimitIsNamed) {
     const std::string m = describe_failed_launch(launch(1, 70001, 256), "cudaErrorInvalidConfiguration",
                                                  "invalid configuration argument", LaunchLimits{}, false);
-    EXPECT_TRUE(has(m, "grid (1, 70001, 1), block (256, 1, 1)")) << m;
+    EXPECT_TRUE(has(m, "a kernel launch (grid (1, 70001, 1), block (256, 1, 1)) was refused")) << m;
     EXPECT_TRUE(has(m, "cudaErrorInvalidConfiguration")) << m;
     EXPECT_TRUE(has(m, "gridDim.y = 70001 is past its limit of 65535")) << m;
     EXPECT_FALSE(has(m, "stream")) << m;
@@ -59,8 +59,8 @@ TEST(LaunchMessages, TooManyThreadsPerBlockIsNamed) {
 TEST(LaunchMessages, ZeroBlocksOnRowsZeroIsNamed) {
     const std::string m = describe_failed_launch(launch(0, 1, 256), "cudaErrorInvalidConfiguration",
                                                  "invalid configuration argument", LaunchLimits{}, true);
-    EXPECT_TRUE(has(m, "rows = 0 must return cudaSuccess and launch nothing")) << m;
-    EXPECT_TRUE(has(m, "grid (0, 1, 1)")) << m;
+    EXPECT_TRUE(has(m, "rows = 0 must return cudaSuccess and launch nothing, but the entry point launched a "
+                       "kernel (grid (0, 1, 1), block (256, 1, 1)), which was refused")) << m;
     EXPECT_TRUE(has(m, "zero blocks")) << m;
 }
 
@@ -111,6 +111,18 @@ TEST(FailureGroups, DifferentFailuresStayApartAndPassesAreLeftOut) {
     EXPECT_EQ(groups[0].cases, (std::vector<std::string>{"a", "d"}));
     EXPECT_TRUE(has(repeated_failure_line(groups[0]), "and 1 more case with the same failure as a: d"));
     EXPECT_EQ(groups[1].cases, (std::vector<std::string>{"c"}));
+}
+
+TEST(FailureGroups, ALaunchRefusedInEveryCaseIsOneFailureWhateverItsGrid) {
+    // The grid follows each case's rows; the mistake (2048 threads per block) is the same.
+    std::vector<CaseResult> cases = {
+        failed("one_row", "a kernel launch (grid (1, 1, 1), block (2048, 1, 1)) was refused: 2048 threads is past"),
+        failed("prime_cols", "a kernel launch (grid (9, 1, 1), block (2048, 1, 1)) was refused: 2048 threads is past")};
+    auto groups = group_failures(cases);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].message, cases[0].message);  // printed as the first case had it
+    for (CaseResult& c : cases) c.cause = "output";   // wrong values at different places stay apart
+    EXPECT_EQ(group_failures(cases).size(), 2u);
 }
 
 TEST(StubNotice, SaysPlainlyWhenTheFileIsStillTheStub) {

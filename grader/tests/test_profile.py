@@ -71,24 +71,41 @@ class LimitTests(unittest.TestCase):
         return profile.summarise(profile.parse_ncu_csv(csv_text(kernel(**mine)))), ref
 
     def test_extra_traffic_comes_first(self):
-        mine, ref = self.both(read="536870912", dram="95")
+        mine, ref = self.both(read="536870912", dram="95", ns="270000")
         self.assertIn("extra traffic: your kernel moves 1.50x", profile.most_likely_limit(mine, ref, LESSON_BYTES))
 
-    def test_at_the_memory_limit(self):
-        mine, ref = self.both()
-        self.assertIn("DRAM bandwidth: at 92% of peak", profile.most_likely_limit(mine, ref, LESSON_BYTES))
+    def test_traffic_the_reference_shares_is_not_blamed_on_the_submission(self):
+        both = self.both(read="536870912")[0]
+        line = profile.most_likely_limit(both, both, LESSON_BYTES)
+        self.assertNotIn("extra traffic", line)
+        self.assertIn("level with the reference", line)
+        self.assertIn("DRAM bandwidth (92% of peak)", line)
+
+    def test_slower_at_the_memory_limit(self):
+        mine, ref = self.both(ns="260000", dram="85")
+        self.assertIn("1.4x the reference's time: at 85% of DRAM peak", profile.most_likely_limit(mine, ref, LESSON_BYTES))
 
     def test_too_few_blocks(self):
-        mine, ref = self.both(dram="40", waves="0.25")
+        mine, ref = self.both(dram="40", waves="0.25", ns="900000")
         self.assertIn("too few blocks: the grid fills 25% of one wave", profile.most_likely_limit(mine, ref, LESSON_BYTES))
 
+    def test_a_shape_too_small_for_the_gpu_is_the_shapes_limit(self):
+        small = self.both(dram="7", waves="0.16", ns="4700")[0]
+        line = profile.most_likely_limit(small, small, 2 * 1048576)
+        self.assertIn("the shape itself", line)
+
     def test_low_occupancy(self):
-        mine, ref = self.both(dram="55", occ="30")
+        mine, ref = self.both(dram="55", occ="30", ns="300000")
         self.assertIn("occupancy 30% against the reference's 85%", profile.most_likely_limit(mine, ref, LESSON_BYTES))
 
     def test_the_leading_stall(self):
-        mine, ref = self.both(dram="60", occ="80", barrier="20")
-        self.assertIn("barrier leads", profile.most_likely_limit(mine, ref, LESSON_BYTES))
+        mine, ref = self.both(dram="60", occ="80", barrier="20", ns="300000")
+        self.assertIn("barrier stalls lead", profile.most_likely_limit(mine, ref, LESSON_BYTES))
+
+    def test_writes_left_in_l2_are_explained(self):
+        mine, ref = self.both(write="0")
+        table = profile.format_table({"bytes": LESSON_BYTES}, mine, ref)
+        self.assertIn("still sit in L2", table)
 
     def test_table_has_every_row(self):
         mine, ref = self.both(dram="60")

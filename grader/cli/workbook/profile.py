@@ -140,25 +140,50 @@ STALL_ADVICE = {
 }
 
 
+def _share(fraction):
+    """A fraction as a percentage, with a decimal where it is small."""
+    pct = 100 * (fraction or 0)
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%"
+
+
+def _what_limits(side, lesson_bytes):
+    """What limits a kernel whose time is already as good as the reference's (or the reference itself)."""
+    if side["dram_pct"] is not None and side["dram_pct"] >= 80:
+        return f"DRAM bandwidth ({side['dram_pct']:.0f}% of peak): only moving fewer bytes would be faster"
+    if side["waves"] is not None and side["waves"] < 1:
+        return (f"the shape itself: its rows give {_share(side['waves'])} of one wave of blocks, so launch "
+                "latency and a part-empty GPU dominate (at decode sizes this is what PDL and fusion hide)")
+    if side["stalls"]:
+        return f"{side['stalls'][0][0]} stalls"
+    return "nothing that stands out"
+
+
 def most_likely_limit(mine, ref, lesson_bytes):
-    """One line on what most likely limits the submission, from its numbers and the reference's."""
-    if mine["dram_bytes"] > 1.15 * lesson_bytes:
+    """One line on what most likely limits the submission, judged against the reference's numbers:
+    a limit the reference shares is the shape's or the device's, not the submission's."""
+    if mine["dram_bytes"] > 1.15 * lesson_bytes and mine["dram_bytes"] > 1.10 * ref["dram_bytes"]:
         return (f"extra traffic: your kernel moves {mine['dram_bytes'] / lesson_bytes:.2f}x the bytes the lesson "
-                "needs (an input read twice from DRAM, or a second pass); remove that before anything else")
+                f"needs (the reference {ref['dram_bytes'] / lesson_bytes:.2f}x): an input read twice from DRAM, or a "
+                "second pass; remove that before anything else")
+    if mine["time_us"] <= 1.05 * ref["time_us"]:
+        return (f"level with the reference ({mine['time_us']:.1f} against {ref['time_us']:.1f} us); what limits both: "
+                + _what_limits(mine, lesson_bytes))
+    slower = f"{mine['time_us'] / ref['time_us']:.1f}x the reference's time: "
     if mine["dram_pct"] is not None and mine["dram_pct"] >= 80:
-        return (f"DRAM bandwidth: at {mine['dram_pct']:.0f}% of peak it is at the memory limit; only moving "
-                "fewer bytes would make it faster")
-    if mine["waves"] is not None and mine["waves"] < 1:
-        return (f"too few blocks: the grid fills {100 * mine['waves']:.0f}% of one wave of the GPU, so SMs sit idle; "
-                "launch more blocks (fewer threads per row, or more rows in flight)")
+        return slower + (f"at {mine['dram_pct']:.0f}% of DRAM peak it is at the memory limit, so it moves more "
+                         "bytes than it should")
+    if mine["waves"] is not None and mine["waves"] < 1 and (ref["waves"] is None or mine["waves"] < 0.5 * ref["waves"]):
+        return slower + (f"too few blocks: the grid fills {_share(mine['waves'])} of one wave of the GPU "
+                         f"(the reference {_share(ref['waves'])}), so SMs sit idle; launch more blocks")
     if (mine["occupancy_pct"] is not None and ref["occupancy_pct"] is not None
             and mine["occupancy_pct"] < 0.6 * ref["occupancy_pct"]):
-        return (f"too few warps in flight to hide DRAM latency: occupancy {mine['occupancy_pct']:.0f}% against the "
-                f"reference's {ref['occupancy_pct']:.0f}% (registers, shared memory or the block size limit it)")
+        return slower + (f"too few warps in flight to hide DRAM latency: occupancy {mine['occupancy_pct']:.0f}% "
+                         f"against the reference's {ref['occupancy_pct']:.0f}% (registers, shared memory or the "
+                         "block size limit it)")
     if mine["stalls"]:
         reason = mine["stalls"][0][0]
-        return f"stalls: {reason} leads; " + STALL_ADVICE.get(reason, "see Nsight Compute's WarpStateStats section")
-    return "nothing stands out; compare the two columns above"
+        return slower + f"{reason} stalls lead; " + STALL_ADVICE.get(reason, "see Nsight Compute's WarpStateStats")
+    return slower + "nothing single stands out; compare the two columns"
 
 
 def _bytes(n):
@@ -194,11 +219,14 @@ def format_table(info, mine, ref):
         for side in (mine, ref):
             s = side["stalls"]
             cells.append(f"{s[i][0]} {s[i][1]:.1f}" if i < len(s) else "")
-        rows.append((f"warp stall #{i + 1} (cycles per issue)", *cells))
+        rows.append((f"warp stall #{i + 1} (stalled warps per issue)", *cells))
     width = max(len(r[0]) for r in rows)
     col = max(14, max(len(r[1]) for r in rows), max(len(r[2]) for r in rows))
     out = [f"  {'':<{width}}  {'your kernel':>{col}}  {'reference':>{col}}"]
     out += [f"  {a:<{width}}  {b:>{col}}  {c:>{col}}" for a, b, c in rows]
+    if min(mine["dram_bytes"], ref["dram_bytes"]) < 0.9 * lesson_bytes:
+        out.append("  (DRAM bytes below the lesson's count: what the kernel wrote can still sit in L2 when it "
+                   "ends, and that write-back is not counted)")
     out.append(f"\nmost likely limit: {most_likely_limit(mine, ref, lesson_bytes)}")
     return "\n".join(out)
 
