@@ -59,8 +59,8 @@ std::string stub_notice(const std::vector<CaseResult>& cases, bool untouched) {
     }
     if (failed == 0) return "";
     if (untouched)
-        return "still the stub: this file is the shipped exercise, unchanged. Write the kernel "
-               "where its TODO comments say, then grade again.";
+        return "still the stub: this file is the stub as it was handed out, unchanged. Write the kernel (an "
+               "exercise's TODO comments say where), then grade again.";
     if (passed == 0 && not_implemented == failed)
         return "still the stub: every case failed because the entry point returns cudaErrorNotYetImplemented, as "
                "the bare stub does. Write the kernel, then grade again.";

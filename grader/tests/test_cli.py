@@ -115,9 +115,17 @@ class LessonOneTests(GradeTestCase):
         self.assertGreaterEqual(len(same), 5)
         self.assertEqual(out.count("no element of y was written"), 1, out)
         self.assertIn(f"and {len(same) - 1} more cases with the same failure as {same[0]['name']}", out)
-        self.assertIn("still the stub: this file is the shipped exercise, unchanged", out)
+        self.assertIn("still the stub: this file is the stub as it was handed out, unchanged", out)
         self.assertTrue(report["still_stub"])
         self.assertTrue(report["reason"].startswith("still the stub:"))
+
+    def test_a_caller_that_wrote_the_stub_can_say_so(self):
+        """The interview grades a copy of its bare stub with --source; it says the file is untouched."""
+        src = self.write("bare.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"
+                         "void rmsnorm(const float*, const float*, float*, int64_t, int64_t, float) {}\n}\n")
+        code, out = self.grade("lesson1", "--source", src, "--untouched-stub")
+        self.assertEqual(code, 1, out)
+        self.assertIn("still the stub: this file is the stub as it was handed out, unchanged", out)
 
     def test_a_changed_file_that_writes_nothing_is_not_called_the_stub(self):
         src = self.write("nothing.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"

@@ -133,7 +133,7 @@ TEST(StubNotice, SaysPlainlyWhenTheFileIsStillTheStub) {
 
     std::vector<CaseResult> shipped = {passed("rows_zero"), failed("one_row", "no element of y was written")};
     EXPECT_EQ(stub_notice(shipped, false), "");  // not provably the stub from the failures alone
-    EXPECT_TRUE(has(stub_notice(shipped, true), "still the stub: this file is the shipped exercise, unchanged"));
+    EXPECT_TRUE(has(stub_notice(shipped, true), "still the stub: this file is the stub as it was handed out, unchanged"));
 
     std::vector<CaseResult> mixed = bare;
     mixed.push_back(failed("other", "y[row 0, col 1]: expected 1, got 2"));
