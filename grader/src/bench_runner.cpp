@@ -84,6 +84,7 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
         b.bytes = shape.bytes;
         if (!errors[i].empty()) {
             b.verdict = "error";
+            b.problem = errors[i];
             report.gate_notes.push_back(shape.shape + " " + shape.dtype + ": " + errors[i]);
             report.bench.push_back(b);
             code = kFailGate;
@@ -103,13 +104,13 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
         b.size_copy_fraction = b.size_copy_gbps > 0 ? b.student_gbps / b.size_copy_gbps : 0;
         if (!wrong.empty()) {
             b.verdict = "wrong";
-            report.gate_notes.push_back(shape.shape + " " + shape.dtype +
-                                        ": the outputs of the timed launches are wrong: " + wrong);
+            b.problem = "the outputs of the timed launches are wrong: " + wrong;
+            report.gate_notes.push_back(shape.shape + " " + shape.dtype + ": " + b.problem);
             code = kFailCorrectness;
         } else if (v == GateVerdict::impossible) {
-            report.gate_notes.push_back(shape.shape + " " + shape.dtype +
-                                        ": faster than 1.05 x the device copy bandwidth, which cannot be true "
-                                        "(a measurement or caching artefact); the result is rejected");
+            b.problem = "faster than 1.05 x the device copy bandwidth, which cannot be true (a measurement or "
+                        "caching artefact); the result is rejected";
+            report.gate_notes.push_back(shape.shape + " " + shape.dtype + ": " + b.problem);
             if (code == kPass) code = kFailGate;
         } else if (v == GateVerdict::slow && code == kPass) {
             code = kFailGate;
@@ -119,6 +120,7 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
     if (plan.extra_gate) {
         const std::string problem = plan.extra_gate(report.gate_notes);
         if (!problem.empty()) {
+            report.extra_gate_problem = problem;
             report.gate_notes.push_back(problem);
             if (code == kPass) code = kFailGate;
         }

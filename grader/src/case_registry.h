@@ -12,12 +12,35 @@
 
 namespace workbook {
 
+/// What a failing case's first cause was; later checks never rename it.
+enum class FailureCause {
+    none,
+    launch,  ///< a launch was refused or the entry point returned an error
+    stream,  ///< work went to another stream, or the capture was broken
+    kernel,  ///< the kernel ran and failed (illegal address, hang, ...)
+    output,  ///< the launch was right; an output, a guard zone or an input is wrong
+};
+
+/// "launch", "stream", "kernel", "output" ("" for none): the JSON report's `cause` of a case.
+inline const char* cause_name(FailureCause c) {
+    switch (c) {
+        case FailureCause::launch: return "launch";
+        case FailureCause::stream: return "stream";
+        case FailureCause::kernel: return "kernel";
+        case FailureCause::output: return "output";
+        default: return "";
+    }
+}
+
 /// A case's result: passed, or the reason it failed (first wrong element, error, ...).
 struct CaseOutcome {
     bool passed = true;
     std::string detail;
-    static CaseOutcome pass(std::string note = {}) { return {true, std::move(note)}; }
-    static CaseOutcome fail(std::string why) { return {false, std::move(why)}; }
+    FailureCause cause = FailureCause::none;
+    static CaseOutcome pass(std::string note = {}) { return {true, std::move(note), FailureCause::none}; }
+    static CaseOutcome fail(std::string why, FailureCause cause = FailureCause::output) {
+        return {false, std::move(why), cause};
+    }
 };
 
 /// One correctness case; `run` is called with a fresh seed for each repetition.
@@ -43,6 +66,9 @@ struct BenchShape {
     std::function<double()> time_reference;
     /// Checks the outputs the timed student launches wrote; returns "" when right.
     std::function<std::string()> verify_student;
+    /// One launch of the student's (true) or the reference's (false) call on fresh tensors, inside
+    /// a cudaProfilerStart/Stop range for `./grade lessonN --profile`; returns the kernels it launched.
+    std::function<int(bool student)> profile_once;
 };
 
 /// A lesson's grading plan for one student against the reference.

@@ -13,6 +13,7 @@ namespace workbook {
 struct CompareResult {
     uint64_t bad = 0;        ///< elements outside the tolerance
     uint64_t unwritten = 0;  ///< of those, still holding the poison
+    uint64_t total = 0;      ///< elements compared
     int64_t first_row = -1, first_col = -1;
     double expected = 0, got = 0;
     bool first_unwritten = false;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 
+#include "failure_summary.h"
 #include "launch_guard.h"
 #include "workbook/inputs.h"
 
@@ -29,11 +31,13 @@ public:
                 outcome = case_.run(derive_seed(seed_, case_.name.c_str(), rep), rep);
             } catch (const FatalDeviceError& e) {
                 g_fatal = e.what();
-                outcome = CaseOutcome::fail(e.what());
+                outcome = CaseOutcome::fail(e.what(), FailureCause::kernel);
             } catch (const std::exception& e) {
                 outcome = CaseOutcome::fail(std::string("the grader could not run this case: ") + e.what());
             }
             if (!outcome.passed) {
+                result_.message = outcome.detail;
+                result_.cause = cause_name(outcome.cause);
                 result_.detail = outcome.detail;
                 if (case_.repeats > 1)
                     result_.detail += " (repetition " + std::to_string(rep + 1) + " of " +
@@ -51,7 +55,8 @@ private:
     CaseResult& result_;
 };
 
-/// One line per case, in place of GoogleTest's own printer.
+/// One line per case, in place of GoogleTest's own printer. A failure identical to one already
+/// printed is held back; run_cases prints one line for all of them at the end.
 class CaseLinePrinter : public testing::EmptyTestEventListener {
 public:
     explicit CaseLinePrinter(const RunReport& report) : report_(report) {}
@@ -60,13 +65,15 @@ public:
             if (c.name != info.name()) continue;
             if (c.skipped) std::printf("  SKIP  %s\n", c.name.c_str());
             else if (c.passed) std::printf("  pass  %s\n", c.name.c_str());
-            else std::printf("  FAIL  %s  (%s)\n        %s\n", c.name.c_str(), c.what.c_str(), c.detail.c_str());
+            else if (printed_.insert(failure_key(c)).second)
+                std::printf("  FAIL  %s  (%s)\n        %s\n", c.name.c_str(), c.what.c_str(), c.detail.c_str());
             std::fflush(stdout);
         }
     }
 
 private:
     const RunReport& report_;
+    std::set<std::string> printed_;
 };
 
 }  // namespace
@@ -94,6 +101,11 @@ std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& 
     listeners.Append(new CaseLinePrinter(report));
     const int gtest_status = RUN_ALL_TESTS();
     (void)gtest_status;  // the per-case results below carry the verdict
+    for (const FailureGroup& g : group_failures(report.cases)) {
+        const std::string line = repeated_failure_line(g);
+        if (!line.empty()) std::printf("  FAIL  %s\n", line.c_str());
+    }
+    std::fflush(stdout);
     return g_fatal;
 }
 

@@ -1,6 +1,8 @@
 /// @file gpu_case.cu
 #include "gpu_case.h"
 
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "launch_guard.h"
+#include "launch_recorder.h"
 #include "workbook/cuda_check.h"
 #include "workbook/gate.h"
 
@@ -82,7 +85,12 @@ CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& c
     const bool empty = call.problem.rows == 0;
     const LaunchReport launch =
         run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
-    if (!launch.problem.empty()) return CaseOutcome::fail(launch.problem);
+    if (!launch.problem.empty()) {
+        const FailureCause cause = launch.kind == LaunchProblem::stream         ? FailureCause::stream
+                                   : launch.kind == LaunchProblem::kernel_error ? FailureCause::kernel
+                                                                                 : FailureCause::launch;
+        return CaseOutcome::fail(launch.problem, cause);
+    }
     const std::string problems = check_call(call, t, stream);
     return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
 }
@@ -282,8 +290,26 @@ private:
 
 }  // namespace
 
+int profile_launch(const CallBuilder& build) {
+    cudaStream_t stream = grader_stream();
+    const GpuCall call = build(0x5eed5eedull);
+    CallTensors t(call);
+    t.prepare(call, stream);
+    WB_CUDA_CHECK(cudaDeviceSynchronize());
+    LaunchRecording recording;
+    WB_CUDA_CHECK(cudaProfilerStart());
+    const cudaError_t e = call.launch(t.data, stream);
+    const std::string err = wait_with_watchdog(stream, "the profiled launch");
+    WB_CUDA_CHECK(cudaProfilerStop());
+    recording.stop();
+    if (e != cudaSuccess) throw std::runtime_error(std::string("the launch failed: ") + cudaGetErrorName(e));
+    if (!err.empty()) throw std::runtime_error("the kernel failed: " + err);
+    return static_cast<int>(recording.launches().size());
+}
+
 BenchShape make_bench_shape(std::string shape, DType dtype, CallBuilder student, CallBuilder reference) {
     BenchShape b;
+    b.profile_once = [student, reference](bool mine) { return profile_launch(mine ? student : reference); };
     b.shape = std::move(shape);
     b.dtype = dtype_name(dtype);
     b.bytes = bytes_moved(reference(1));

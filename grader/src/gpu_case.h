@@ -50,6 +50,10 @@ Case make_gpu_case(std::string name, std::string what, CallBuilder build, int re
 /// rotating copies of the tensors so that tiny shapes are timed over many cold launches.
 BenchShape make_bench_shape(std::string shape, DType dtype, CallBuilder student, CallBuilder reference);
 
+/// Builds the call, fills its tensors, then launches it once inside a cudaProfilerStart/Stop range
+/// (what Nsight Compute's --profile-from-start off profiles); returns the kernels it launched.
+int profile_launch(const CallBuilder& build);
+
 /// Bytes one call moves: each input read once and each output written once.
 double bytes_moved(const GpuCall& call);
 

@@ -165,6 +165,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     result.tol = kind == OutputKind::normalised ? output_tolerance(dtype, p.cols, extra_ulps)
                                                 : rounded_sum_tolerance(dtype);
     if (p.rows == 0) return result;
+    result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.cols);
     StatsBuffer stats(stream);
     double* inv = nullptr;
     WB_CUDA_CHECK(cudaMallocAsync(&inv, sizeof(double) * p.rows, stream));

@@ -31,9 +31,18 @@ bool device_hung();
 /// other errors return their text, success returns "".
 std::string wait_with_watchdog(cudaStream_t stream, const std::string& what);
 
+/// What kind of problem a launch had; the first cause that explains a failure is named.
+enum class LaunchProblem {
+    none,
+    launch_error,  ///< a launch was refused (configuration past a limit, ...) or the entry point returned an error
+    stream,        ///< work went to another stream, or the submission synchronised during capture
+    kernel_error,  ///< the kernel ran and failed
+};
+
 /// What happened when the submission was asked to launch.
 struct LaunchReport {
     std::string problem;  ///< "" when the launch looked right
+    LaunchProblem kind = LaunchProblem::none;
     size_t graph_nodes = 0;
 };
 

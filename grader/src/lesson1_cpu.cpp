@@ -44,6 +44,7 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
 
     CompareResult cmp;
     cmp.tol = output_tolerance(DType::f32, c.cols);
+    cmp.total = n;
     for (int64_t r = 0; r < c.rows; ++r) {
         const double inv = oracle_inv_rms<float>(p, r);
         for (int64_t col = 0; col < c.cols; ++col) {

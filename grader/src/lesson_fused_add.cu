@@ -84,6 +84,7 @@ std::vector<FusedCase> fused_cases() {
         {"prime_cols", "4099 columns, in place", 513, 4099, normal, true, true},
         {"odd_cols", "1001 columns", 300, 1001},
         {"cols_not_multiple_of_width", "4100 columns: the vector width drops to 4", 400, 4100},
+        {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
         {"cols_gt_1024xwidth", "9000 columns, in place", 200, 9000, normal, true, true},
         {"cols_max_65536", "65536 columns, the longest row", 64, 65536},
         {"misaligned_base", "every pointer one element past an aligned address, in place", 300, 4096, normal, true,

@@ -242,6 +242,7 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
         {"pdl_chain_late_producer_one_row", "the same with one row of 8192", 1, 8192, true, true},
         {"rows_zero", "rows = 0 returns success and launches nothing", 0, 4096},
         {"decode_rows_1", "one row of 4096", 1, 4096},
+        {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
         {"decode_rows_64", "64 rows of 8192", 64, 8192},
         {"many_rows_gt_65535", "70001 rows", 70001, 136},
         {"odd_cols", "1001 columns", 300, 1001},
@@ -262,7 +263,9 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
                 auto inner = k.run;
                 k.run = [inner](uint64_t seed, int rep) {
                     CaseOutcome o = inner(seed, rep);
-                    if (!o.passed && o.detail.find("x[") == std::string::npos)
+                    // Only a wrong y after a correct launch on the right stream can be a read of x
+                    // before the wait; a launch or stream problem is named as itself.
+                    if (!o.passed && o.cause == FailureCause::output && o.detail.find("y[") != std::string::npos)
                         o.detail = "x was read before the producer finished writing it: the grid-dependency wait "
                                    "(cudaGridDependencySynchronize or griddepcontrol.wait) is missing or comes after "
                                    "the first load of x. " + o.detail;
@@ -298,6 +301,13 @@ LessonPlan pdl_plan(const Submission& student, const Submission& reference, cons
             s->reset();
             r->reset();
             return std::string();
+        };
+        // The profile looks at the norm itself at the chain's shape, launched with PDL on and
+        // nothing before it (the wait returns at once), not at the producer and consumer.
+        const PdlCase one{"", "", c.rows, c.cols};
+        b.profile_once = [one, c, fs, fr](bool mine) {
+            const PdlCall fn = mine ? fs : fr;
+            return profile_launch([one, c, fn](uint64_t seed) { return pdl_call(one, c.t, seed, fn); });
         };
         plan.bench.push_back(b);
     }

@@ -79,6 +79,10 @@ std::vector<QkCase> qk_cases() {
         {"head_dim_128", "head_dim 128, contiguous, in place", 500, 16, 128, 0, 0, true},
         {"head_dim_256", "head_dim 256 in a qkv tensor", 300, 8, 256, qkv_stride(8, 2, 256), 256},
         {"odd_head_dim", "head_dim 97: no vector width divides it", 300, 12, 97, qkv_stride(12, 4, 97), 97},
+        {"padded_heads_partial_vector",
+         "head_dim 97 in heads padded to 104 (token stride 832), in place: the strides allow full vectors, head_dim "
+         "does not",
+         300, 8, 97, 8 * 104, 104, true},
         {"head_stride_padded", "head stride 144 for head_dim 128: padding between heads stays untouched", 300, 8, 128,
          8 * 144 + 64, 144, true},
         {"rows_zero", "tokens = 0 returns success and launches nothing", 0, 32, 128},

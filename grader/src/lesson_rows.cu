@@ -107,6 +107,14 @@ std::vector<RowsCase> row_cases() {
         {"short_rows_partial_block", "1001 rows of 256 columns: a block of several rows ends part-way", 1001, 256},
         {"short_rows_strided", "1003 rows of 512 columns with padded row strides", 1003, 512, InputKind::normal, 8, 24,
          0, 0, 0, 1e-5f, 2, true},
+        // The vector width must follow cols even where every stride and pointer would allow more:
+        // a last, partial vector stored whole lands in the padding or the guard zone.
+        {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
+        {"padded_stride_partial_vector",
+         "4095 columns in rows padded to 4096 (x) and 4160 (y) elements: the strides allow full vectors, cols does not",
+         300, 4095, InputKind::normal, 1, 65, 0, 0, 0, 1e-5f, 2, true},
+        {"misaligned_weight_only", "x and y aligned, weight one element off: each pointer limits the width",
+         300, 4096, InputKind::normal, 0, 0, 0, 1, 0, 1e-5f, 2, true},
     };
     return v;
 }

@@ -13,10 +13,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench_runner.h"
 #include "correctness_runner.h"
+#include "failure_summary.h"
+#include "gate_reason.h"
 #include "gpu_checks.h"
 #include "launch_guard.h"
 #include "plan_dispatch.h"
@@ -29,8 +32,9 @@ using namespace workbook;
 struct Args {
     int lesson = 0;
     std::string student, reference, source_name, json, filter;
+    std::string profile_side, profile_shape, profile_info;  ///< --profile-side student|reference: profile mode
     uint64_t seed = 0;
-    bool seed_given = false, bench = true, full_bench = false, small = false;
+    bool seed_given = false, bench = true, full_bench = false, small = false, untouched_stub = false;
     int samples = 15;
     double watchdog = 30;
 };
@@ -38,7 +42,9 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS]\n"
+    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
+    "       wb-grader --lesson N --student LIB.so --reference LIB.so --profile-side student|reference\n"
+    "                 [--profile-shape SHAPE[/DTYPE]] --profile-info FILE   (one launch, for Nsight Compute)\n"
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -70,10 +76,19 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--no-bench") a.bench = false;
         else if (arg == "--full-bench") a.full_bench = true;
         else if (arg == "--small") a.small = true;
+        else if (arg == "--untouched-stub") a.untouched_stub = true;
+        else if (arg == "--profile-side") { if (!(v = value("student or reference"))) return false; a.profile_side = v; }
+        else if (arg == "--profile-shape") { if (!(v = value("a shape"))) return false; a.profile_shape = v; }
+        else if (arg == "--profile-info") { if (!(v = value("a file"))) return false; a.profile_info = v; }
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
     }
     if (a.lesson == 0) { error = "--lesson is required"; return false; }
+    if (!a.profile_side.empty() && a.profile_side != "student" && a.profile_side != "reference") {
+        error = "--profile-side takes student or reference, not '" + a.profile_side + "'";
+        return false;
+    }
+    if (!a.profile_side.empty() && a.profile_info.empty()) { error = "--profile-side needs --profile-info FILE"; return false; }
     if (a.student.empty()) { error = "--student is required"; return false; }
     return true;
 }
@@ -119,6 +134,68 @@ std::string describe_gpu(RunReport& report, int min_sm) {
     return "";
 }
 
+/// Profile mode: one launch of one side at one benchmark shape, for Nsight Compute. What was
+/// launched goes to --profile-info as JSON; the verdict is not touched.
+int profile(const Args& args, const LessonInfo& info) {
+    nlohmann::json out;
+    out["lesson"] = args.lesson;
+    out["side"] = args.profile_side;
+    auto write = [&](int code) {
+        std::ofstream f(args.profile_info);
+        f << out.dump(2) << "\n";
+        if (!f) {
+            std::cerr << "cannot write " << args.profile_info << "\n";
+            return static_cast<int>(kUsage);
+        }
+        return code;
+    };
+    if (!info.needs_gpu) {
+        out["error"] = "lesson 1 runs on the CPU: there is no kernel to profile";
+        return write(kUsage);
+    }
+    RunReport report;
+    const std::string why = describe_gpu(report, info.min_sm);
+    if (!why.empty()) {
+        out["error"] = why;
+        return write(kNoGpu);
+    }
+    out["gpu"] = report.gpu;
+    try {
+        Submission student(args.student, args.lesson), reference(args.reference, args.lesson);
+        PlanOptions gate_only, every;
+        every.full_bench = true;
+        LessonPlan gate = make_plan(args.lesson, student, &reference, gate_only);
+        LessonPlan all = make_plan(args.lesson, student, &reference, every);
+        // The default is the gate shape that moves the most bytes: where bandwidth matters most.
+        std::string wanted = args.profile_shape;
+        if (wanted.empty()) {
+            const BenchShape* biggest = nullptr;
+            for (const BenchShape& b : gate.bench)
+                if (!biggest || b.bytes > biggest->bytes) biggest = &b;
+            if (biggest) wanted = biggest->shape + "/" + biggest->dtype;
+        }
+        const BenchShape* chosen = nullptr;
+        out["available"] = nlohmann::json::array();
+        for (const BenchShape& b : all.bench) {
+            const std::string label = b.shape + "/" + b.dtype;
+            out["available"].push_back(label);
+            if (!chosen && b.profile_once && (label == wanted || b.shape == wanted)) chosen = &b;
+        }
+        if (!chosen) {
+            out["error"] = "no benchmark shape '" + wanted + "' in lesson " + std::to_string(args.lesson);
+            return write(kUsage);
+        }
+        out["shape"] = chosen->shape;
+        out["dtype"] = chosen->dtype;
+        out["bytes"] = chosen->bytes;
+        out["kernels"] = chosen->profile_once(args.profile_side == "student");
+        return write(kPass);
+    } catch (const std::exception& e) {
+        out["error"] = std::string("the profiled launch did not run: ") + e.what();
+        return write(kFailCorrectness);
+    }
+}
+
 int grade(const Args& args) {
     RunReport report;
     report.lesson = args.lesson;
@@ -131,6 +208,7 @@ int grade(const Args& args) {
         return kUsage;
     }
     report.gate_fraction = info->gate_fraction;
+    if (!args.profile_side.empty()) return profile(args, *info);
     std::printf("lesson %d (%s): %s\nseed %llu (reproduce with --seed %llu)\n", info->number, info->slug,
                 report.source.c_str(), (unsigned long long)report.seed, (unsigned long long)report.seed);
     if (info->needs_gpu) {
@@ -189,6 +267,12 @@ int grade(const Args& args) {
             report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
             std::printf("\n%zu of %zu case(s) failed. The gate runs once every case passes.\n", failed,
                         report.cases.size());
+            const std::string stub = stub_notice(report.cases, args.untouched_stub);
+            if (!stub.empty()) {
+                report.still_stub = true;
+                report.reason = stub;
+                std::printf("%s\n", stub.c_str());
+            }
             return finish(report, args, kFailCorrectness);
         }
         std::printf("\nall %zu case(s) passed\n", report.cases.size());
@@ -202,16 +286,8 @@ int grade(const Args& args) {
             std::printf("\ngate: PASS\n");
         } else {
             report.verdict = code == kFailCorrectness ? "fail-correctness" : "fail-gate";
-            report.reason = !report.gate_notes.empty() ? report.gate_notes.back() : "below the gate on some shape";
-            for (const BenchResult& b : report.bench)
-                if (b.verdict == "slow" && report.gate_notes.empty()) {
-                    char buf[256];
-                    std::snprintf(buf, sizeof buf, "below the gate: %s %s runs at %.2f of the reference's bandwidth; "
-                                  "the gate asks for %.2f", b.shape.c_str(), b.dtype.c_str(), b.ratio,
-                                  report.gate_fraction);
-                    report.reason = buf;
-                    break;
-                }
+            report.reason = gate_failure_reason(report);
+            if (report.reason.empty()) report.reason = "below the gate on some shape (see the table)";
             std::printf("\ngate: FAIL (%s)\n", report.reason.c_str());
         }
         return finish(report, args, code);

@@ -17,7 +17,7 @@ bool write_json(const RunReport& r, const std::string& path) {
     j["cases"] = nlohmann::json::array();
     for (const CaseResult& c : r.cases)
         j["cases"].push_back({{"name", c.name}, {"what", c.what}, {"passed", c.passed}, {"skipped", c.skipped},
-                              {"detail", c.detail}});
+                              {"detail", c.detail}, {"cause", c.cause}});
     j["bench"] = nlohmann::json::array();
     for (const BenchResult& b : r.bench)
         j["bench"].push_back({{"shape", b.shape},
@@ -30,8 +30,10 @@ bool write_json(const RunReport& r, const std::string& path) {
                               {"size_copy_gbps", b.size_copy_gbps},
                               {"size_copy_fraction", b.size_copy_fraction},
                               {"noise", b.noise},
-                              {"verdict", b.verdict}});
+                              {"verdict", b.verdict},
+                              {"problem", b.problem}});
     j["gate_notes"] = r.gate_notes;
+    j["still_stub"] = r.still_stub;
     j["gpu"] = r.gpu;
     j["driver"] = r.driver;
     j["cuda"] = r.cuda;

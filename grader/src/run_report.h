@@ -15,10 +15,14 @@ struct CaseResult {
     std::string name, what;
     bool passed = false;
     bool skipped = false;
-    std::string detail;
+    std::string detail;   ///< the failure, with the repetition it happened in
+    std::string message;  ///< the failure alone: identical messages are grouped when printed
+    std::string cause;    ///< launch | stream | kernel | output ("" when passed)
 };
 
 struct BenchResult {
+    /// Why the shape failed, when verdict is "wrong", "error" or "impossible".
+    std::string problem;
     std::string shape, dtype;
     double student_gbps = 0, reference_gbps = 0, ratio = 0, copy_fraction = 0, noise = 0;
     /// A copy of the same bytes timed the same way, and the student's fraction of it.
@@ -35,7 +39,9 @@ struct RunReport {
     std::string reason;
     std::vector<CaseResult> cases;
     std::vector<BenchResult> bench;
-    std::vector<std::string> gate_notes;
+    std::vector<std::string> gate_notes;  ///< lines printed under the table (measurements, not verdicts)
+    std::string extra_gate_problem;       ///< the lesson's own gate condition, when it failed (lesson 7: PDL)
+    bool still_stub = false;              ///< the failures say the file is still the shipped stub
     std::string gpu, driver, cuda;
     int sm = 0;
     double copy_gbps = 0, gate_fraction = 0;

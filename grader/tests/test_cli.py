@@ -96,12 +96,47 @@ class LessonOneTests(GradeTestCase):
         code, out = self.grade("lesson1", "--json", os.path.join(self.tmp, "r.json"))
         self.assertEqual(code, 1, out)
         self.assertIn("FAIL  one_row", out)
-        self.assertIn("never written", out)
+        self.assertIn("no element of y was written", out)
         with open(os.path.join(self.tmp, "r.json"), encoding="utf-8") as f:
             report = json.load(f)
         self.assertEqual(report["verdict"], "fail-correctness")
         self.assertEqual(report["lesson"], "lesson1")
         self.assertTrue(any(not c["passed"] for c in report["cases"]))
+
+    def test_identical_failures_are_one_line_and_the_stub_is_named(self):
+        """The untouched stub writes nothing: one failure printed in full, one line for the rest,
+        and a plain word that the file is still the stub; the JSON report keeps every case."""
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson1", "--json", path)
+        self.assertEqual(code, 1, out)
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        same = [c for c in report["cases"] if c["detail"].startswith("no element of y was written")]
+        self.assertGreaterEqual(len(same), 5)
+        self.assertEqual(out.count("no element of y was written"), 1, out)
+        self.assertIn(f"and {len(same) - 1} more cases with the same failure as {same[0]['name']}", out)
+        self.assertIn("still the stub: this file is the stub as it was handed out, unchanged", out)
+        self.assertTrue(report["still_stub"])
+        self.assertTrue(report["reason"].startswith("still the stub:"))
+
+    def test_a_caller_that_wrote_the_stub_can_say_so(self):
+        """The interview grades a copy of its bare stub with --source; it says the file is untouched."""
+        src = self.write("bare.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"
+                         "void rmsnorm(const float*, const float*, float*, int64_t, int64_t, float) {}\n}\n")
+        code, out = self.grade("lesson1", "--source", src, "--untouched-stub")
+        self.assertEqual(code, 1, out)
+        self.assertIn("still the stub: this file is the stub as it was handed out, unchanged", out)
+
+    def test_a_changed_file_that_writes_nothing_is_not_called_the_stub(self):
+        src = self.write("nothing.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"
+                         "void rmsnorm(const float*, const float*, float*, int64_t, int64_t, float) {}\n}\n")
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson1", "--source", src, "--json", path)
+        self.assertEqual(code, 1, out)
+        self.assertNotIn("still the stub", out)
+        self.assertIn("more cases with the same failure as", out)
+        with open(path, encoding="utf-8") as f:
+            self.assertFalse(json.load(f)["still_stub"])
 
     def test_solution_passes_and_json_is_complete(self):
         path = os.path.join(self.tmp, "r.json")
@@ -116,13 +151,18 @@ class LessonOneTests(GradeTestCase):
         self.assertTrue(all(c["passed"] for c in report["cases"]))
 
     def test_seed_reproduces_the_inputs(self):
+        # A copy instead of a norm: wrong everywhere, so the first wrong element's values are printed.
+        src = self.write("copy.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"
+                         "void rmsnorm(const float* x, const float*, float* y, int64_t rows, int64_t cols, float) {\n"
+                         "    for (int64_t i = 0; i < rows * cols; ++i) y[i] = x[i];\n}\n}\n")
         outs = []
         for _ in range(2):
-            code, out = self.grade("lesson1", "--seed", "1234", "--cases", "one_row")
+            code, out = self.grade("lesson1", "--source", src, "--seed", "1234", "--cases", "one_row")
             self.assertEqual(code, 1, out)
             outs.append([l for l in out.splitlines() if "expected" in l])
+        self.assertTrue(outs[0], out)
         self.assertEqual(outs[0], outs[1])
-        code, out = self.grade("lesson1", "--seed", "1235", "--cases", "one_row")
+        code, out = self.grade("lesson1", "--source", src, "--seed", "1235", "--cases", "one_row")
         self.assertNotEqual(outs[0], [l for l in out.splitlines() if "expected" in l])
 
     def test_eps_outside_the_root_is_caught(self):

@@ -132,7 +132,7 @@ def compile_source(lesson, source):
 
 
 def grader_command(lesson, lib, source_name, seed=None, json_path=None, cases=None, samples=None,
-                   no_bench=False, full_bench=False):
+                   no_bench=False, full_bench=False, untouched_stub=False):
     """The grader's command line for one compiled submission.
 
     `WORKBOOK_GRADER` names another grader program to run instead of the built one (the interview
@@ -148,6 +148,8 @@ def grader_command(lesson, lib, source_name, seed=None, json_path=None, cases=No
             cmd += [flag, str(value)]
     if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
         cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
+    if untouched_stub:
+        cmd.append("--untouched-stub")  # the grader then says plainly that the file is still the stub
     if no_bench:
         cmd.append("--no-bench")
     if full_bench:

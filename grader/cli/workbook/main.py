@@ -6,6 +6,7 @@
   ./grade lessonN --watch      re-grade every time you save the exercise
   ./grade lessonN --reset      restore the stub (your file is backed up first)
   ./grade lessonN --source F   grade any file written against the lesson's contract
+  ./grade lessonN --profile    Nsight Compute: your kernel next to the reference's (explains the gate)
 
   ./grade interview lessonN|random [--minutes M]   a timed mock interview in stages, on a bare stub
   ./grade interview check | submit | questions [--answers FILE] | status | report | history | abandon
@@ -21,13 +22,13 @@ import subprocess
 import sys
 import time
 
-from . import exitcodes, hints, progress
+from . import exitcodes, hints, profile, progress
 from .build import BuildError, build_targets, compile_source, grader_command, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
 from . import interview, leaderboard
 from .board.grading import BoardLimits
 from .interview_state import StateError
-from .stub import reset_exercise, is_untouched
+from .stub import reset_exercise, is_untouched, is_shipped_stub
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +54,17 @@ def _parser():
     p.add_argument("--sanitize", action="store_true",
                    help="re-run the cases under compute-sanitizer (memcheck, racecheck, synccheck)")
     p.add_argument("--build-only", action="store_true", help="build the submission, do not grade it")
+    p.add_argument("--profile", action="store_true",
+                   help="profile your kernel and the reference's with Nsight Compute (ncu) at one benchmark shape "
+                        "and show them side by side; the verdict is not changed")
+    p.add_argument("--shape", metavar="SHAPE", help="with --profile: the benchmark shape, e.g. 32768x4096 or "
+                                                    "32768x4096/bf16 (default: the gate shape that moves the most bytes)")
+    p.add_argument("--clock-control", choices=("none", "base"), default="none",
+                   help="with --profile: ncu's clock control (default none: the GPU's own clocks, as the gate is timed)")
+    p.add_argument("--profile-raw", metavar="DIR", help=argparse.SUPPRESS)
+    # Said by a caller that knows the file is a stub it wrote (the interview's bare stub), so the
+    # grader's reason starts with "still the stub:" whatever the stub does.
+    p.add_argument("--untouched-stub", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--watch-rounds", type=int, default=0, help=argparse.SUPPRESS)
     return p
 
@@ -128,8 +140,12 @@ def grade_once(lesson, args):
     if args.build_only:
         print(f"built {lib}")
         return exitcodes.PASS
+    if args.profile:
+        cmd = grader_command(lesson, lib, shown)
+        return profile.run(lesson, cmd, args.shape, args.clock_control, args.profile_raw)
     cmd = grader_command(lesson, lib, shown, seed=args.seed, json_path=args.json, cases=args.cases,
-                         samples=args.samples, no_bench=args.no_bench, full_bench=args.full_bench)
+                         samples=args.samples, no_bench=args.no_bench, full_bench=args.full_bench,
+                         untouched_stub=args.untouched_stub or (not args.source and is_shipped_stub(lesson)))
     if args.sanitize:
         code = _sanitize(cmd)
     else:
@@ -260,6 +276,10 @@ def main(argv):
             return exitcodes.PASS
         if args.reset:
             return reset_exercise(lesson)
+        if args.shape and not args.profile:
+            raise UsageError("--shape goes with --profile: ./grade lessonN --profile --shape 32768x4096")
+        if args.profile and (args.watch or args.sanitize):
+            raise UsageError("--profile runs once: leave out --watch and --sanitize")
         if args.watch:
             return watch(lesson, args)
         return grade_once(lesson, args)

@@ -24,6 +24,15 @@ def is_untouched(lesson):
         return f.read() == stub
 
 
+def is_shipped_stub(lesson):
+    """True only when the exercise is byte for byte the stub committed at HEAD (never guessed)."""
+    stub = shipped_stub(lesson)
+    if stub is None:
+        return False
+    with open(lesson.exercise, "rb") as f:
+        return f.read() == stub
+
+
 def reset_exercise(lesson):
     stub = shipped_stub(lesson)
     if stub is None:

@@ -1,0 +1,208 @@
+// Every message class names its own cause: launch limits, wrong streams, grouped failures, the
+// stub, and the gate's reason. The GPU side of each is exercised by the known-bad catalogue.
+#include <gtest/gtest.h>
+
+#include "compare_report.h"
+#include "failure_summary.h"
+#include "gate_reason.h"
+#include "launch_diagnosis.h"
+
+using namespace workbook;
+
+namespace {
+
+LaunchShape launch(uint64_t gx, uint64_t gy, uint64_t bx, size_t shared = 0) {
+    LaunchShape l;
+    l.grid[0] = gx, l.grid[1] = gy;
+    l.block[0] = bx;
+    l.shared_bytes = shared;
+    return l;
+}
+
+CaseResult failed(const std::string& name, const std::string& message) {
+    CaseResult c;
+    c.name = name;
+    c.message = message;
+    c.detail = message + " (repetition 1 of 2)";
+    c.cause = "launch";
+    return c;
+}
+
+CaseResult passed(const std::string& name) {
+    CaseResult c;
+    c.name = name;
+    c.passed = true;
+    return c;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// Item 1: a launch the runtime refuses is named with its grid and block and the limit it broke.
+TEST(LaunchMessages, GridYPastItsLimitIsNamed) {
+    const std::string m = describe_failed_launch(launch(1, 70001, 256), "cudaErrorInvalidConfiguration",
+                                                 "invalid configuration argument", LaunchLimits{}, false);
+    EXPECT_TRUE(has(m, "a kernel launch (grid (1, 70001, 1), block (256, 1, 1)) was refused")) << m;
+    EXPECT_TRUE(has(m, "cudaErrorInvalidConfiguration")) << m;
+    EXPECT_TRUE(has(m, "gridDim.y = 70001 is past its limit of 65535")) << m;
+    EXPECT_FALSE(has(m, "stream")) << m;
+}
+
+TEST(LaunchMessages, TooManyThreadsPerBlockIsNamed) {
+    const std::string m = describe_failed_launch(launch(100, 1, 2048), "cudaErrorInvalidConfiguration",
+                                                 "invalid configuration argument", LaunchLimits{}, false);
+    EXPECT_TRUE(has(m, "2048 threads is past the limit of 1024 threads per block")) << m;
+    EXPECT_FALSE(has(m, "stream")) << m;
+}
+
+TEST(LaunchMessages, ZeroBlocksOnRowsZeroIsNamed) {
+    const std::string m = describe_failed_launch(launch(0, 1, 256), "cudaErrorInvalidConfiguration",
+                                                 "invalid configuration argument", LaunchLimits{}, true);
+    EXPECT_TRUE(has(m, "rows = 0 must return cudaSuccess and launch nothing, but the entry point launched a "
+                       "kernel (grid (0, 1, 1), block (256, 1, 1)), which was refused")) << m;
+    EXPECT_TRUE(has(m, "zero blocks")) << m;
+}
+
+TEST(LaunchMessages, SharedMemoryPastTheDefaultNeedsTheAttribute) {
+    EXPECT_TRUE(has(explain_launch_limits(launch(1, 1, 128, 64 * 1024), LaunchLimits{}),
+                    "cudaFuncAttributeMaxDynamicSharedMemorySize"));
+    EXPECT_TRUE(has(explain_launch_limits(launch(1, 1, 128, 300 * 1024), LaunchLimits{}), "more than the device has"));
+    EXPECT_EQ(explain_launch_limits(launch(1 << 30, 65535, 1024, 1024), LaunchLimits{}), "");
+}
+
+TEST(LaunchMessages, SwallowedErrorSaysToReturnIt) {
+    const std::string m = describe_swallowed_error("cudaErrorInvalidConfiguration", "invalid configuration", true);
+    EXPECT_TRUE(has(m, "returned cudaSuccess")) << m;
+    EXPECT_TRUE(has(m, "rows = 0")) << m;
+}
+
+// Item 3: a launch config whose stream was never set is a stream bug, and says which field.
+TEST(LaunchMessages, UnsetConfigStreamNamesTheField) {
+    LaunchShape l = launch(132, 1, 256);
+    l.from_config = true;
+    const std::string m = describe_wrong_stream(l, "the legacy default stream (stream 0)");
+    EXPECT_TRUE(has(m, "legacy default stream")) << m;
+    EXPECT_TRUE(has(m, "cudaLaunchConfig_t::stream = stream")) << m;
+    EXPECT_FALSE(has(m, "producer")) << m;
+    l.from_config = false;
+    EXPECT_TRUE(has(describe_wrong_stream(l, "another stream (0x1)"), "<<<grid, block, shared_bytes, stream>>>"));
+}
+
+// Item 5: identical failures are one group; the line that stands for the rest counts them.
+TEST(FailureGroups, IdenticalFailuresAreOneLine) {
+    std::vector<CaseResult> cases;
+    const std::string stub = "the entry point returned cudaErrorNotYetImplemented (operation not yet implemented)";
+    for (int i = 0; i < 65; ++i) cases.push_back(failed("case_" + std::to_string(i), stub));
+    const auto groups = group_failures(cases);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].cases.size(), 65u);
+    const std::string line = repeated_failure_line(groups[0]);
+    EXPECT_TRUE(has(line, "and 64 more cases with the same failure as case_0")) << line;
+    EXPECT_TRUE(has(line, "case_1, case_2, case_3, case_4, ...")) << line;
+    EXPECT_EQ(repeated_failure_line(FailureGroup{"x", {"only"}}), "");
+}
+
+TEST(FailureGroups, DifferentFailuresStayApartAndPassesAreLeftOut) {
+    std::vector<CaseResult> cases = {failed("a", "one"), passed("b"), failed("c", "two"), failed("d", "one")};
+    const auto groups = group_failures(cases);
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].message, "one");
+    EXPECT_EQ(groups[0].cases, (std::vector<std::string>{"a", "d"}));
+    EXPECT_TRUE(has(repeated_failure_line(groups[0]), "and 1 more case with the same failure as a: d"));
+    EXPECT_EQ(groups[1].cases, (std::vector<std::string>{"c"}));
+}
+
+TEST(FailureGroups, ALaunchRefusedInEveryCaseIsOneFailureWhateverItsGrid) {
+    // The grid follows each case's rows; the mistake (2048 threads per block) is the same.
+    std::vector<CaseResult> cases = {
+        failed("one_row", "a kernel launch (grid (1, 1, 1), block (2048, 1, 1)) was refused: 2048 threads is past"),
+        failed("prime_cols", "a kernel launch (grid (9, 1, 1), block (2048, 1, 1)) was refused: 2048 threads is past")};
+    auto groups = group_failures(cases);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].message, cases[0].message);  // printed as the first case had it
+    for (CaseResult& c : cases) c.cause = "output";   // wrong values at different places stay apart
+    EXPECT_EQ(group_failures(cases).size(), 2u);
+}
+
+TEST(StubNotice, SaysPlainlyWhenTheFileIsStillTheStub) {
+    std::vector<CaseResult> bare;
+    for (int i = 0; i < 5; ++i)
+        bare.push_back(failed("c" + std::to_string(i), "the entry point returned cudaErrorNotYetImplemented (x)"));
+    EXPECT_TRUE(has(stub_notice(bare, false), "still the stub:")) << stub_notice(bare, false);
+
+    std::vector<CaseResult> shipped = {passed("rows_zero"), failed("one_row", "no element of y was written")};
+    EXPECT_EQ(stub_notice(shipped, false), "");  // not provably the stub from the failures alone
+    EXPECT_TRUE(has(stub_notice(shipped, true), "still the stub: this file is the stub as it was handed out, unchanged"));
+
+    std::vector<CaseResult> mixed = bare;
+    mixed.push_back(failed("other", "y[row 0, col 1]: expected 1, got 2"));
+    EXPECT_EQ(stub_notice(mixed, false), "");
+    EXPECT_EQ(stub_notice({passed("a")}, true), "");  // nothing failed: nothing to say
+}
+
+TEST(StubNotice, AnOutputNeverWrittenReadsTheSameInEveryCase) {
+    CompareResult a, b;
+    a.bad = a.unwritten = a.total = 4096;
+    b.bad = b.unwritten = b.total = 19;
+    a.first_unwritten = b.first_unwritten = true;
+    a.expected = 0.5, b.expected = -1.25;
+    EXPECT_EQ(describe_failure(a, "y"), describe_failure(b, "y"));
+    EXPECT_TRUE(has(describe_failure(a, "y"), "no element of y was written"));
+    b.unwritten = 18;  // partly written: the first wrong element is named
+    EXPECT_TRUE(has(describe_failure(b, "y"), "y[row"));
+}
+
+// Item 2: the gate's reason names the failing shape and its ratio, not the last line of the table.
+TEST(GateReason, NamesTheFailingShapeNotTheLastNote) {
+    RunReport r;
+    r.gate_fraction = 0.8;
+    BenchResult slow;
+    slow.shape = "chain_16x4096";
+    slow.dtype = "bf16";
+    slow.ratio = 0.74;
+    slow.student_gbps = 100;
+    slow.reference_gbps = 135;
+    slow.verdict = "slow";
+    BenchResult fine = slow;
+    fine.shape = "chain_1x4096";
+    fine.ratio = 0.97;
+    fine.verdict = "pass";
+    r.bench = {slow, fine};
+    r.gate_notes = {"reference chain_1x4096 f16 chain: 3.09 us per layer with PDL, 3.61 without (+14.5%)"};
+    const std::string reason = gate_failure_reason(r);
+    EXPECT_TRUE(has(reason, "chain_16x4096 bf16 runs at 0.74")) << reason;
+    EXPECT_TRUE(has(reason, "the gate asks for 0.80")) << reason;
+    EXPECT_FALSE(has(reason, "chain_1x4096")) << reason;
+}
+
+TEST(GateReason, TheWorstShapeAndTheCountOfOthers) {
+    RunReport r;
+    r.gate_fraction = 0.8;
+    for (double ratio : {0.7, 0.5, 0.75}) {
+        BenchResult b;
+        b.shape = "s" + std::to_string(static_cast<int>(ratio * 100));
+        b.dtype = "f16";
+        b.ratio = ratio;
+        b.verdict = "slow";
+        r.bench.push_back(b);
+    }
+    const std::string reason = gate_failure_reason(r);
+    EXPECT_TRUE(has(reason, "s50 f16 runs at 0.50")) << reason;
+    EXPECT_TRUE(has(reason, "2 more shapes are below it too")) << reason;
+}
+
+TEST(GateReason, PdlSpeedUpAndWrongOutputs) {
+    RunReport r;
+    r.gate_fraction = 0.8;
+    r.extra_gate_problem = "your chain is not measurably faster with use_pdl = true (chain_16x4096)";
+    EXPECT_EQ(gate_failure_reason(r), r.extra_gate_problem);
+    BenchResult wrong;
+    wrong.shape = "16384x4096";
+    wrong.dtype = "f16";
+    wrong.verdict = "wrong";
+    wrong.problem = "the outputs of the timed launches are wrong: y[row 9000, col 0] ...";
+    r.bench = {wrong};
+    EXPECT_TRUE(has(gate_failure_reason(r), "16384x4096 f16: the outputs of the timed launches are wrong"));
+    EXPECT_EQ(gate_failure_reason(RunReport{}), "");
+}
