@@ -193,7 +193,7 @@ def write_class(lesson, folder, port):
     put("ben", solution + "\n// a second honest copy, graded on its own\n", "correct", "honest: the reference again")
     with open(os.path.join(folder, "ann" + ext), encoding="utf-8") as f:
         put("cleo", f.read(), "correct", "honest, a folder, same bytes as ann (cached in the same run)", True)
-    put("dan", stub, "wrong answer at", "wrong: the untouched stub")
+    put("dan", stub, "still the stub" if lesson.needs_gpu else "wrong answer at", "wrong: the untouched stub")
     if lesson.number == 1:
         wrong = solution.replace("sum / static_cast<float>(cols) + eps)", "sum / static_cast<float>(cols)) + eps")
         assert wrong != solution, "the lesson 1 solution changed: update the eps-outside-sqrt edit"
@@ -218,7 +218,7 @@ def write_class(lesson, folder, port):
         private = ("#include <cuda_runtime.h>\nstatic cudaStream_t wb_private_stream() { static cudaStream_t s = [] {"
                    " cudaStream_t t; cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking); return t; }(); return s; }\n"
                    + private)
-        put("tom", private, "wrong answer at", "wrong: launches on its own stream")
+        put("tom", private, "wrong stream at", "wrong: launches on its own stream")
     return expected
 
 

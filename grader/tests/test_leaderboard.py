@@ -59,6 +59,14 @@ class RankingTests(unittest.TestCase):
                          "write outside the output")
         self.assertEqual(c(None, None, True), "time limit")
         self.assertEqual(c({"verdict": "fail-gate"}, 2, False), "correct, below the gate")
+        self.assertEqual(c({"verdict": "fail-correctness", "still_stub": True, "reason": "rows_zero: still the stub"},
+                           1, False), "still the stub")
+        stream = {"verdict": "fail-correctness", "reason": "one_row: nothing was launched on the grader's stream",
+                  "cases": [{"name": "rows_zero", "passed": True}, {"name": "one_row", "passed": False,
+                                                                     "cause": "stream"}]}
+        self.assertEqual(c(stream, 1, False), "wrong stream at one_row")
+        stream["cases"][1]["cause"] = "launch"
+        self.assertEqual(c(stream, 1, False), "launch error at one_row")
 
     def test_exports(self):
         lesson = find_lesson("lesson4")

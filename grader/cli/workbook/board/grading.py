@@ -49,6 +49,16 @@ def classify(report, code, timed_out):
     if verdict == "no-gpu" or code == exitcodes.NO_GPU:
         return "no GPU"
     if verdict == "fail-correctness":
+        case = reason.split(":", 1)[0].strip() if ":" in reason else ""
+        if report.get("still_stub"):
+            return "still the stub"
+        failed = [c for c in report.get("cases", []) if not c.get("passed")]
+        cause = next((c.get("cause") for c in failed if c.get("name") == case), None) or \
+            next((c.get("cause") for c in failed), None)
+        if cause == "launch":
+            return f"launch error at {case}" if case else "launch error"
+        if cause == "stream":
+            return f"wrong stream at {case}" if case else "wrong stream"
         if "IllegalAddress" in reason or "illegal address" in reason:
             return "illegal address"
         if "did not finish" in reason:
@@ -57,7 +67,6 @@ def classify(report, code, timed_out):
             return "crash"
         if "wrote outside the output" in reason:
             return "write outside the output"
-        case = reason.split(":", 1)[0].strip() if ":" in reason else ""
         return f"wrong answer at {case}" if case else "wrong answer"
     return f"grader exited with {code}"
 
