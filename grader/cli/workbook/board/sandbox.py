@@ -2,7 +2,7 @@
 
 The sandbox is bubblewrap: a new mount, PID, network, IPC, UTS and user namespace, the system and the
 project read-only, a private empty writable folder at /tmp/sandbox, fresh /tmp, no network, only the GPU
-device nodes the grading needs, and nothing of other students, the result store or the exports (those
+device nodes CUDA needs, and nothing of other students, the result store or the exports (those
 paths are covered by empty tmpfs mounts). When the board runs as root, bubblewrap itself is started as
 the unprivileged user `nobody` where user namespaces allow it, so the submission holds no privilege at
 all; otherwise it runs as root mapped to `nobody` with every capability dropped.
@@ -129,28 +129,13 @@ def become_subreaper():
         pass
 
 
-def _gpu_nodes(device):
-    """The NVIDIA device nodes a grading on GPU `device` needs (the control nodes and that GPU's own)."""
+def _gpu_nodes():
+    """The NVIDIA device nodes a GPU grading needs. Every GPU's node is bound: CUDA enumerates the GPUs
+    through the driver and fails when a node it expects is missing; CUDA_VISIBLE_DEVICES picks the GPU."""
     nodes = [p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools") if os.path.exists(p)]
     if os.path.isdir("/dev/nvidia-caps"):
         nodes.append("/dev/nvidia-caps")
-    gpus = sorted(p for p in os.listdir("/dev") if p.startswith("nvidia") and p[6:].isdigit())
-    minor = _gpu_minor(device) if device is not None else None
-    nodes += [f"/dev/{p}" for p in gpus if minor is None or p == f"nvidia{minor}"]
-    return nodes
-
-
-def _gpu_minor(device):
-    """The device-node number of CUDA device `device` (nvidia-smi's 'Minor Number'), or None."""
-    try:
-        out = subprocess.run(["nvidia-smi", "-q", "-i", str(device)], capture_output=True, text=True, timeout=30)
-        for line in out.stdout.splitlines():
-            if line.strip().startswith("Minor Number"):
-                value = line.split(":", 1)[1].strip()
-                return int(value) if value.isdigit() else None
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return None
+    return nodes + sorted(f"/dev/{p}" for p in os.listdir("/dev") if p.startswith("nvidia") and p[6:].isdigit())
 
 
 def clean_environment():
@@ -252,7 +237,7 @@ class Sandbox:
         for p in self.hidden:
             if os.path.exists(p) and self._visible(p):
                 cmd += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
-        for node in _gpu_nodes(device) if gpu else ():
+        for node in _gpu_nodes() if gpu else ():
             cmd += ["--dev-bind", node, node]
         cmd += ["--bind", workdir, SANDBOX_HOME, "--chdir", SANDBOX_HOME,
                 "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp", "--"]
