@@ -185,6 +185,16 @@ class LessonOneRunTests(unittest.TestCase):
         with open(os.path.join(self.tmp, "o", "leaderboard.md"), encoding="utf-8") as f:
             self.assertIn("NO SANDBOX", f.read())
 
+    def test_two_device_slots_grade_side_by_side(self):
+        """--gpus gives one grading per slot; here (no GPU, lesson 1) the slots' scheduling is what is tested."""
+        subs = _class_folder(self.tmp, ("ann", "ben", "dan", "eve"))
+        code, out = self.grade("lesson1", subs, "--gpus", "0,1")
+        self.assertEqual(code, 0, out)
+        self.assertIn("on 2 device slot(s)", out)
+        for name, status in (("ann", "correct"), ("ben", "correct"), ("dan", "wrong answer at"),
+                             ("eve", "wrong answer at")):
+            self.assertRegex(out, rf"{name}\s+{status}")
+
     def test_slurm_array_then_merge(self):
         subs = _class_folder(self.tmp)
         script = os.path.join(self.tmp, "job.sh")
