@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -78,12 +79,24 @@ private:
 
 }  // namespace
 
+bool case_selected(const std::string& filter, const std::string& name) {
+    if (filter.empty()) return true;
+    size_t start = 0;
+    while (start <= filter.size()) {
+        const size_t comma = std::min(filter.find(',', start), filter.size());
+        const std::string part = filter.substr(start, comma - start);
+        if (!part.empty() && name.find(part) != std::string::npos) return true;
+        start = comma + 1;
+    }
+    return false;
+}
+
 std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, bool small_only,
                       RunReport& report) {
     report.cases.reserve(plan.cases.size());
     for (const Case& c : plan.cases) {
         if (small_only && c.large) continue;
-        if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+        if (!case_selected(filter, c.name)) continue;
         report.cases.push_back(CaseResult{c.name, c.what, false, false, ""});
         CaseResult* result = &report.cases.back();
         const Case* kase = &c;

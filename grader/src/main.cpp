@@ -42,7 +42,7 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases SUBSTRING] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
+    "                 [--cases TEXT[,TEXT...]] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
     "       wb-grader --lesson N --student LIB.so --reference LIB.so --profile-side student|reference\n"
     "                 [--profile-shape SHAPE[/DTYPE]] --profile-info FILE   (one launch, for Nsight Compute)\n"
     "Normally run through ./grade, which builds the libraries first.\n";
@@ -63,7 +63,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--reference") { if (!(v = value("a path"))) return false; a.reference = v; }
         else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
-        else if (arg == "--cases") { if (!(v = value("a substring"))) return false; a.filter = v; }
+        else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
         else if (arg == "--seed") {
             if (!(v = value("a number"))) return false;
             char* end = nullptr;
@@ -246,7 +246,9 @@ int grade(const Args& args) {
         PlanOptions options;
         options.full_bench = args.full_bench;
         LessonPlan plan = make_plan(args.lesson, *student, reference.get(), options);
-        std::printf("\ncorrectness: %zu case(s), each run with fresh inputs\n", plan.cases.size());
+        size_t selected = 0;
+        for (const Case& c : plan.cases) selected += (!args.small || !c.large) && case_selected(args.filter, c.name);
+        std::printf("\ncorrectness: %zu case(s), each repetition on new inputs drawn from the seed\n", selected);
         std::fflush(stdout);
         const std::string fatal = run_cases(plan, report.seed, args.filter, args.small, report);
         if (report.cases.empty()) {

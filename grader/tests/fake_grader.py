@@ -3,8 +3,8 @@
 
 It grades nothing: it replays reports a test wrote to $FAKE_GRADER_SCRIPT, a JSON object
   {"check": REPORT, "submits": [REPORT, ...]}
-A run with --no-bench (a check) answers with "check", keeping only the cases whose name contains the
---cases text; any other run (a submit) takes the next of "submits". Each run's arguments are appended
+A run with --no-bench (a check) answers with "check", keeping only the cases whose name contains one of
+the --cases texts (comma-separated); any other run (a submit) takes the next of "submits". Each run's arguments are appended
 to $FAKE_GRADER_SCRIPT.log, one JSON list per line, so a test can see the seeds and filters it was given.
 It exits with the code the verdict stands for, like the real grader.
 """
@@ -30,7 +30,8 @@ def main(args):
     elif "--no-bench" in args:
         report = dict(script["check"])
         wanted = option(args, "--cases") or ""
-        report["cases"] = [c for c in report.get("cases", []) if wanted in c["name"]]
+        parts = [p for p in wanted.split(",") if p] or [""]
+        report["cases"] = [c for c in report.get("cases", []) if any(p in c["name"] for p in parts)]
         if not report["cases"]:
             report.update(verdict="fail-correctness", reason="no case matches --cases " + wanted)
             code = 64

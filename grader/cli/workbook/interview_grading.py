@@ -69,52 +69,28 @@ def summarise(report, code):
     }
 
 
-def _opening(text):
-    """A run's opening lines (up to the first blank line): the source, the seed, the GPU."""
-    head, sep, _ = text.partition("\n\n")
-    return head if sep else ""
-
-
 def check(lesson, source, out_dir, seed, patterns):
-    """The interviewer's cases: one grader run per case pattern, same seed every check, no timing.
-
-    The grader takes one name filter per run, so each pattern is its own run; their identical
-    opening lines (file, seed, GPU) are shown once.
-    """
+    """The interviewer's cases: one grader run over the lesson's check patterns, the same seed every
+    check, no timing."""
     lib, failed_build = _build(lesson, source, source)
     if failed_build:
         return failed_build
-    merged = {"verdict": "pass", "reason": "", "cases": [], "bench": []}
-    shown_opening, code = None, exitcodes.PASS
-    emulated = False
-    for i, pattern in enumerate(patterns):
-        path = os.path.join(out_dir, f"part{i}.json")
-        cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=path, cases=pattern, no_bench=True)
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        out = proc.stdout
-        report = _read_report(path, proc.returncode)
-        if proc.returncode == exitcodes.USAGE and str(report.get("reason", "")).startswith("no case matches"):
-            raise UsageError(f"{show(interview_file(lesson))} lists the check case '{pattern}', which {lesson.name}'s "
-                             "grader does not have; fix the lesson's list under '## Cases run by check'")
-        opening = _opening(out)
-        if opening and opening == shown_opening:
-            out = out[len(opening):].lstrip("\n")
-        else:
-            shown_opening = opening
-        print(out.rstrip("\n"), flush=True)
-        emulated = emulated or report.get("emulated") is True
-        merged["cases"] += report.get("cases") or []
-        for key in ("gpu", "seed"):
-            merged[key] = report.get(key)
-        if report.get("verdict") == "no-gpu" or proc.returncode not in (exitcodes.PASS, exitcodes.FAIL_CORRECTNESS):
-            merged.update(verdict=report.get("verdict"), reason=report.get("reason", ""))
-            code = proc.returncode
-            break  # every further run would hit the same wall
-        if report.get("verdict") != "pass" and merged["verdict"] == "pass":
-            merged.update(verdict=report.get("verdict"), reason=report.get("reason", ""))
-            code = proc.returncode
-    merged["emulated"] = emulated
-    return summarise(merged, code)
+    path = os.path.join(out_dir, "check.json")
+    cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=path, cases=",".join(patterns),
+                         no_bench=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    report = _read_report(path, proc.returncode)
+    names = [c.get("name", "") for c in report.get("cases") or []]
+    if report.get("verdict") != "no-gpu":
+        missing = [p for p in patterns if not any(p in n for n in names)]
+        if missing:
+            raise UsageError(f"{show(interview_file(lesson))} lists the check case '{missing[0]}', which "
+                             f"{lesson.name}'s grader does not have; fix the lesson's list under '## Cases run by check'")
+    print(proc.stdout.rstrip("\n"), flush=True)
+    merged = {"verdict": report.get("verdict"), "reason": report.get("reason", ""), "cases": report.get("cases") or [],
+              "bench": [], "gpu": report.get("gpu"), "seed": report.get("seed"),
+              "emulated": report.get("emulated") is True}
+    return summarise(merged, proc.returncode)
 
 
 def submit(lesson, snapshot, source, json_path, seed):

@@ -45,7 +45,7 @@ def _parser():
     p.add_argument("--seed", help="reproduce a run's inputs (each run prints its seed)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     p.add_argument("--no-bench", action="store_true", help="correctness only, skip the timing gate")
-    p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT")
+    p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT (several: TEXT,TEXT)")
     p.add_argument("--samples", type=int, help="timed samples per kernel and shape (default 15)")
     p.add_argument("--full-bench", action="store_true", help="time every shape of the seed table")
     p.add_argument("--hint", action="store_true", help="show the next hint for the lesson")
