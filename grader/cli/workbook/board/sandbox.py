@@ -1,7 +1,7 @@
 """Running untrusted code (a student's compile and grading) in a sandbox with named limits.
 
-The sandbox is bubblewrap: a new mount, PID, network, IPC, UTS and user namespace, the system and the
-project read-only, a private empty writable folder at /tmp/sandbox, fresh /tmp, no network, only the GPU
+The sandbox is bubblewrap: a new mount, PID, network, IPC, UTS and user namespace, the system folders
+(/usr, /etc, /opt, /lib*, /sys) and the project read-only and nothing else of the machine, a private empty writable folder at /tmp/sandbox, fresh /tmp, no network, only the GPU
 device nodes CUDA needs, and nothing of other students, the result store or the exports (those
 paths are covered by empty tmpfs mounts). When the board runs as root, bubblewrap itself is started as
 the unprivileged user `nobody` where user namespaces allow it, so the submission holds no privilege at
@@ -31,7 +31,10 @@ import time
 NOBODY = 65534
 SANDBOX_HOME = "/tmp/sandbox"  # under the fresh /tmp, so the mount point can be made
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_HIDDEN_SYSTEM = ("/tmp", "/var/tmp", "/home", "/root", "/run", "/dev/shm")
+# The system a build and a grading need, read-only; everything else on the machine (home folders,
+# /work, /srv, /mnt, /tmp, other people's data wherever it lives) is simply not there.
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
+_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 
 
 class Limits:
@@ -69,6 +72,10 @@ class Outcome:
             text += f"\n[... {skipped} bytes not kept ...]\n" if skipped > 0 else ""
             text += self.tail.decode("utf-8", "replace")
         return text
+
+
+def _under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def _children_map():
@@ -227,25 +234,25 @@ class Sandbox:
         cmd = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
         if self.mode == "root-mapped" and os.geteuid() == 0:
             cmd += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
-        cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for p in _HIDDEN_SYSTEM:
-            if os.path.isdir(p):
-                cmd += ["--tmpfs", p]
-        for p in self.visible:  # the project (and its build) stay visible even under /tmp or /home
-            if os.path.isdir(p) and any(p == h or p.startswith(h + "/") for h in _HIDDEN_SYSTEM):
+        for p in _SYSTEM:
+            if os.path.islink(p):
+                cmd += ["--symlink", os.readlink(p), p]
+            elif os.path.isdir(p):
                 cmd += ["--ro-bind", p, p]
-        for p in self.hidden:
-            if os.path.exists(p) and self._visible(p):
+        cmd += ["--dev", "/dev", "--proc", "/proc"]
+        for p in _SCRATCH:
+            cmd += ["--tmpfs", p]
+        for p in self.visible:  # the project and its build, wherever they live
+            if os.path.isdir(p) and not _under(p, _SYSTEM):
+                cmd += ["--ro-bind", p, p]
+        for p in self.hidden:  # inside what is visible: the store, submissions, exports
+            if os.path.exists(p) and _under(p, self.visible + list(_SYSTEM)):
                 cmd += ["--tmpfs", p] if os.path.isdir(p) else ["--ro-bind", "/dev/null", p]
         for node in _gpu_nodes() if gpu else ():
             cmd += ["--dev-bind", node, node]
         cmd += ["--bind", workdir, SANDBOX_HOME, "--chdir", SANDBOX_HOME,
                 "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp", "--"]
         return cmd + list(argv)
-
-    def _visible(self, path):
-        under = lambda p, roots: any(p == r or p.startswith(r + "/") for r in roots)  # noqa: E731
-        return under(path, self.visible) or not under(path, _HIDDEN_SYSTEM)
 
     def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False):
         """Runs argv in the sandbox; returns an Outcome. With report=True the process gets a pipe
