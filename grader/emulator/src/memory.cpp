@@ -58,10 +58,8 @@ struct Heap {
     bool contains(uintptr_t a) const { return a - lo < kHeapBytes; }
 };
 
-Heap& heap() {
-    static Heap* h = new Heap;  // never destroyed: kernels may still run while the process exits
-    return *h;
-}
+Heap* const g_heap = new Heap;  // never destroyed: kernels may still run while the process exits
+inline Heap& heap() { return *g_heap; }
 
 std::string hex_address(uintptr_t a) {
     char b[32];

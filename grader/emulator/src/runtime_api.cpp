@@ -4,6 +4,7 @@
 ///
 /// Work runs when it is issued (the emulated device has one in-order queue), except while
 /// a stream captures a graph: then it is recorded and runs when the graph is launched.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -82,8 +83,8 @@ cudaError_t issue(cudaStream_t s, std::function<void()> work) {
         s->nodes.push_back(std::move(work));
         return cudaSuccess;
     }
-    if (g_capturing && is_legacy(s)) {
-        // Global capture mode: the legacy default stream would synchronise with the capture.
+    if (g_capturing && is_legacy(s) && !(g_capturing->flags & cudaStreamNonBlocking)) {
+        // The legacy default stream synchronises with a blocking stream, so it cannot join its capture.
         g_capturing->invalidated = true;
         return fail(cudaErrorStreamCaptureImplicit);
     }
@@ -129,8 +130,14 @@ cudaError_t validate(const LaunchSpec& s, std::string& why) {
         return cudaErrorInvalidConfiguration;
     }
     int limit = static_cast<int>(DeviceLimits::static_smem);
-    auto it = g_max_dynamic_smem.find(s.kernel);
-    if (it != g_max_dynamic_smem.end()) limit = it->second;
+    if (s.kernel) {
+        auto it = g_max_dynamic_smem.find(s.kernel);
+        if (it != g_max_dynamic_smem.end()) limit = it->second;
+    } else {
+        // A <<<>>> launch does not name its kernel to the emulator (the call may deduce
+        // template arguments): it gets the largest limit any kernel was given.
+        for (const auto& [k, v] : g_max_dynamic_smem) limit = std::max(limit, v);
+    }
     if (s.dynamic_smem > static_cast<std::size_t>(limit)) {
         why = std::to_string(s.dynamic_smem) + " bytes of dynamic shared memory, more than the " +
               std::to_string(limit) + " the kernel may use (cudaFuncSetAttribute raises it up to 227 KB)";
@@ -381,8 +388,12 @@ const char* cudaGetErrorString(cudaError_t e) {
     const ErrorText* t = find_error(e);
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     tls_error_string = t ? t->text : "unknown error";
-    // The emulator knows where a kernel went wrong: the explanation follows the GPU's words.
-    if (e != cudaSuccess && !g_fault_text.empty()) tls_error_string += "; emulator: " + g_fault_text;
+    if (e >= cudaErrorEmulatorSharedMemoryRace && !g_fault_text.empty()) {
+        tls_error_string = g_fault_text;  // the emulator's own findings: its explanation says it all
+    } else if (e != cudaSuccess && !g_fault_text.empty()) {
+        // The emulator knows where the kernel went wrong: the explanation follows the GPU's words.
+        tls_error_string += "; emulator: " + g_fault_text;
+    }
     return tls_error_string.c_str();
 }
 

@@ -27,9 +27,9 @@ thread_local __attribute__((tls_model("initial-exec"))) uint3 gridDim;
 namespace emu {
 namespace ctx = boost::context;
 
-thread_local UnitState* tls_unit = nullptr;
+thread_local EMU_FAST_TLS UnitState* tls_unit = nullptr;
 double g_watchdog_seconds = 20;
-thread_local ThreadState* tls_thread = nullptr;
+thread_local EMU_FAST_TLS ThreadState* tls_thread = nullptr;
 
 namespace {
 
@@ -54,7 +54,7 @@ private:
     ctx::protected_fixedsize_stack alloc_{kStackBytes};
     std::vector<ctx::stack_context> free_;
 };
-thread_local StackPool tls_stacks;
+thread_local EMU_FAST_TLS StackPool tls_stacks;
 
 /// The allocator handed to each fiber: a view on the worker's pool.
 struct PooledStack {
@@ -63,9 +63,9 @@ struct PooledStack {
 };
 
 /// Per worker: a monotonically growing epoch, so stale shadow entries never match.
-thread_local uint64_t tls_epoch = 0;
-thread_local std::vector<ShadowWord> tls_shadow;
-thread_local std::vector<unsigned char> tls_arena;
+thread_local EMU_FAST_TLS uint64_t tls_epoch = 0;
+thread_local EMU_FAST_TLS std::vector<ShadowWord> tls_shadow;
+thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
 
 void fill_poison(unsigned char* p, std::size_t bytes) {
     for (std::size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(p + i, &kSharedPoison, 4);

@@ -88,8 +88,10 @@ struct ShadowWord {
     bool read_multi = false;
 };
 
-extern thread_local UnitState* tls_unit;
-extern thread_local ThreadState* tls_thread;
+/// The runtime is loaded with the program, so its thread-locals can live in static TLS.
+#define EMU_FAST_TLS __attribute__((tls_model("initial-exec")))
+extern thread_local EMU_FAST_TLS UnitState* tls_unit;
+extern thread_local EMU_FAST_TLS ThreadState* tls_thread;
 
 /// Checks one access to the running unit's shared memory against the race detector.
 void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write, const void* pc);

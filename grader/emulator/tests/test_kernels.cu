@@ -272,13 +272,25 @@ TEST_F(Emulator, CapturedLaunchesRunWhenTheGraphRuns) {
     ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     EXPECT_EQ(counter.get()[0], 96);
-    // The legacy default stream during a global capture invalidates it, as on the GPU.
+    // A launch on the legacy default stream does not join a non-blocking stream's capture:
+    // it runs at once, and the graph stays empty.
     ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
     add_one_kernel<<<1, 1>>>(counter.d);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cudaGraphGetNodes(g, nullptr, &nodes);
+    EXPECT_EQ(nodes, 0u);
+    EXPECT_EQ(counter.get()[0], 97);
+    // A blocking stream's capture is broken by it, as on the GPU.
+    cudaStream_t blocking;
+    ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal), cudaSuccess);
+    add_one_kernel<<<1, 1>>>(counter.d);
     EXPECT_EQ(cudaGetLastError(), cudaErrorStreamCaptureImplicit);
-    EXPECT_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(cudaStreamEndCapture(blocking, &g), cudaErrorStreamCaptureInvalidated);
     cudaGraphExecDestroy(exec);
     cudaStreamDestroy(s);
+    cudaStreamDestroy(blocking);
 }
 
 }  // namespace

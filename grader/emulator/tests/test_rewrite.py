@@ -11,11 +11,12 @@ class RewriteTest(unittest.TestCase):
     def test_launch_with_template_kernel(self):
         src = "k<T, 4><<<grid, 256, 0, stream>>>(a, b);"
         out = emu_rewrite.rewrite(src)
-        self.assertEqual(out, "::emu::TripleChevron(EMU_LAUNCH_MODE, grid, 256, 0, stream)(k<T, 4>, a, b);")
+        self.assertEqual(out, "::emu::TripleChevron(EMU_LAUNCH_MODE, grid, 256, 0, stream)("
+                              "[=](auto&&... emu_a) { k<T, 4>(emu_a...); }, a, b);")
 
     def test_launch_without_arguments(self):
         out = emu_rewrite.rewrite("ns::k<<<1, 32>>>();")
-        self.assertEqual(out, "::emu::TripleChevron(EMU_LAUNCH_MODE, 1, 32)(ns::k);")
+        self.assertEqual(out, "::emu::TripleChevron(EMU_LAUNCH_MODE, 1, 32)([=](auto&&... emu_a) { ns::k(emu_a...); });")
 
     def test_launch_spanning_lines_keeps_line_count(self):
         src = "k<<<blocks,\n    threads>>>(x,\n y);\nint after;"

@@ -6,7 +6,8 @@ is added or removed, so the compiler's messages and the emulator's reports name 
 learner's own lines:
 
   kernel<<<grid, block, smem, stream>>>(args)
-      -> ::emu::TripleChevron(EMU_LAUNCH_MODE, grid, block, smem, stream)(kernel, args)
+      -> ::emu::TripleChevron(EMU_LAUNCH_MODE, grid, block, smem, stream)(
+             [=](auto&&... emu_a) { kernel(emu_a...); }, args)
   __shared__ T name[N];          (per-block storage the emulator owns and checks)
       -> T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(KEY, sizeof(T[N]), align));
   extern __shared__ T name[];    -> T* const name = static_cast<T*>(::emu::dynamic_shared());
@@ -120,7 +121,10 @@ def rewrite_launches(text, masked):
         while after < len(masked) and masked[after].isspace():
             after += 1
         separator = "" if masked[after] == ")" else ", "
-        replacement = f"::emu::TripleChevron(EMU_LAUNCH_MODE, {config})({kernel}{separator}"
+        # A generic lambda calls the kernel the way CUDA does: template arguments are deduced
+        # from the launch's arguments, which are evaluated once, at the launch.
+        call = f"[=](auto&&... emu_a) {{ {kernel}(emu_a...); }}"
+        replacement = f"::emu::TripleChevron(EMU_LAUNCH_MODE, {config})({call}{separator}"
         original = text[start:paren + 1]
         edits.append((start, paren + 1, replacement.replace("\n", " ") + _keep_newlines(original)))
     return edits

@@ -205,9 +205,11 @@ struct TripleChevron {
         spec.stream = s;
         spec.mode = mode;
     }
-    template <typename... P, typename... A>
-    void operator()(void (*kernel)(P...), A&&... args) const {
-        launch_kernel(spec, kernel, std::forward<A>(args)...);
+    /// `call` invokes the kernel with one thread's copy of the arguments.
+    template <typename Call, typename... A>
+    void operator()(Call call, A&&... args) const {
+        auto params = std::make_shared<std::tuple<std::decay_t<A>...>>(std::forward<A>(args)...);
+        launch(spec, [call, params] { std::apply(call, *params); });
     }
 };
 
@@ -238,6 +240,16 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(
 template <typename... P>
 cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute attr, int value) {
     return emu::set_func_attribute(reinterpret_cast<const void*>(kernel), attr, value);
+}
+
+/// The typed forms the CUDA headers provide as templates.
+template <typename T>
+cudaError_t cudaMalloc(T** p, size_t bytes) {
+    return cudaMalloc(reinterpret_cast<void**>(p), bytes);
+}
+template <typename T>
+cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t stream) {
+    return cudaMallocAsync(reinterpret_cast<void**>(p), bytes, stream);
 }
 
 cudaError_t emu_occupancy_max_active_clusters(int* count, const cudaLaunchConfig_t* config);
