@@ -53,7 +53,8 @@ def compile_for_emulator(lesson, source, shown):
     for path in (cfg["rewrite"], cfg["adapter"], cfg["runtime"]):
         with open(path, "rb") as f:
             tool_bytes += hashlib.sha256(f.read()).digest()
-    key = hashlib.sha256(content + tool_bytes + str(lesson.number).encode()).hexdigest()[:16]
+    settings = (str(lesson.number) + cfg["kernel_flags"] + cfg["cxx"]).encode()
+    key = hashlib.sha256(content + tool_bytes + settings).hexdigest()[:16]
     out_dir = os.path.join(BUILD_DIR, "emulated")
     os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, f"{lesson.name}-{key}.so")

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -603,6 +604,57 @@ void worker(LaunchState& l, uint64_t units, unsigned per_unit) {
     }
 }
 
+/// Threads that live as long as the process, so their fiber stacks, shared-memory arenas and
+/// race-detector shadows are made once, not at every launch. The caller works too.
+class WorkerPool {
+public:
+    static WorkerPool& instance() {
+        static WorkerPool* pool = new WorkerPool;  // never joined: the process exits with _Exit
+        return *pool;
+    }
+    /// Runs `job` on every worker and on the calling thread; returns when all are done.
+    void run(const std::function<void()>& job) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            job_ = &job;
+            busy_ = static_cast<int>(threads_.size());
+            ++generation_;
+        }
+        start_.notify_all();
+        job();
+        std::unique_lock<std::mutex> lock(mu_);
+        done_.wait(lock, [this] { return busy_ == 0; });
+        job_ = nullptr;
+    }
+
+private:
+    WorkerPool() {
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        for (unsigned i = 1; i < cores; ++i) threads_.emplace_back([this] { loop(); });
+    }
+    void loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            const std::function<void()>* job;
+            {
+                std::unique_lock<std::mutex> lock(mu_);
+                start_.wait(lock, [&] { return generation_ != seen; });
+                seen = generation_;
+                job = job_;
+            }
+            (*job)();
+            std::lock_guard<std::mutex> lock(mu_);
+            if (--busy_ == 0) done_.notify_all();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable start_, done_;
+    const std::function<void()>* job_ = nullptr;
+    uint64_t generation_ = 0;
+    int busy_ = 0;
+    std::vector<std::thread> threads_;
+};
+
 /// A thread that spins without reaching a barrier, a warp operation or __nanosleep never
 /// yields its fiber; this timer ends the run if a launch outlives its deadline by 10 s.
 class HardWatchdog {
@@ -649,15 +701,8 @@ Fault execute(const LaunchSpec& spec, const std::function<void()>& body, int /*m
     const unsigned per_unit = spec.cluster.x * spec.cluster.y * spec.cluster.z;
     const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
     const uint64_t units = blocks / per_unit;
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned workers = static_cast<unsigned>(std::min<uint64_t>(cores, units));
-    if (workers <= 1) {
-        worker(l, units, per_unit);
-    } else {
-        std::vector<std::thread> pool;
-        for (unsigned i = 0; i < workers; ++i) pool.emplace_back([&] { worker(l, units, per_unit); });
-        for (std::thread& t : pool) t.join();
-    }
+    if (units <= 1) worker(l, units, per_unit);
+    else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
     return l.fault;
 }
 
