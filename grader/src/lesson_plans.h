@@ -29,7 +29,8 @@ inline int64_t checked_bench_rows(int64_t rows, int64_t cols, const PlanOptions&
 /// The `what` line of a checked benchmark shape, saying so when its rows were cut.
 inline std::string checked_bench_what(int64_t rows, int64_t checked_rows) {
     std::string what = "a benchmark shape, checked like any case";
-    if (checked_rows != rows) what += " (on the CPU emulator with its first " + std::to_string(checked_rows) + " rows)";
+    if (checked_rows != rows)
+        what += " (on the CPU emulator with its first " + std::to_string(checked_rows) + (checked_rows == 1 ? " row" : " rows") + ")";
     return what;
 }
 
