@@ -49,6 +49,7 @@ struct Case {
     std::string what;  ///< one line: what the case tests
     int repeats = 2;
     bool large = false;  ///< skipped by --small (compute-sanitizer runs): too slow to instrument
+    int64_t elements = 0;  ///< the largest tensor's span: the CPU emulator leaves out what it cannot hold
     std::function<CaseOutcome(uint64_t seed, int repetition)> run;
 };
 

@@ -101,6 +101,7 @@ Case make_gpu_case(std::string name, std::string what, CallBuilder build, int re
     c.what = std::move(what);
     c.repeats = repeats;
     c.large = large;
+    for (const TensorRole& r : build(0).tensors) c.elements = std::max(c.elements, r.layout.span());
     c.run = [name, build](uint64_t seed, int rep) {
         // Even repetitions go through a graph capture (catches other streams), odd ones launch directly.
         return run_gpu_call(build(seed), rep % 2 == 0, name);

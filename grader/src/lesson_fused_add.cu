@@ -125,8 +125,11 @@ LessonPlan fused_add_plan(const Submission& student, const Submission& reference
         const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
         const FusedFn fs = fused_fn(student, s.t), fr = fused_fn(reference, s.t);
         const DType t = s.t;
-        plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t), "a benchmark shape",
-                                           [c, t, fs](uint64_t seed) { return fused_call(c, t, seed, fs); }, 1, true));
+        FusedCase checked = c;
+        checked.rows = checked_bench_rows(s.rows, s.cols, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t), checked_bench_what(s.rows, checked.rows),
+                                           [checked, t, fs](uint64_t seed) { return fused_call(checked, t, seed, fs); },
+                                           1, true));
         plan.bench.push_back(make_bench_shape(shape, t, [c, t, fs](uint64_t seed) { return fused_call(c, t, seed, fs); },
                                               [c, t, fr](uint64_t seed) { return fused_call(c, t, seed, fr); }));
     }

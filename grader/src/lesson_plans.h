@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "case_registry.h"
 #include "workbook/dtype.h"
@@ -14,7 +15,24 @@ namespace workbook {
 /// Options that change what a plan contains.
 struct PlanOptions {
     bool full_bench = false;  ///< every shape of the seed table, not only the gate's shapes
+    /// Where non-zero (the CPU emulator), benchmark shapes checked as cases keep their cols but
+    /// get fewer rows, so that rows x cols stays near this many elements.
+    int64_t max_checked_bench_elements = 0;
 };
+
+/// The rows a benchmark shape is checked with under `opt` (all of them on a GPU).
+inline int64_t checked_bench_rows(int64_t rows, int64_t cols, const PlanOptions& opt) {
+    if (opt.max_checked_bench_elements <= 0 || rows * cols <= opt.max_checked_bench_elements) return rows;
+    return std::max<int64_t>(1, opt.max_checked_bench_elements / cols);
+}
+
+/// The `what` line of a checked benchmark shape, saying so when its rows were cut.
+inline std::string checked_bench_what(int64_t rows, int64_t checked_rows) {
+    std::string what = "a benchmark shape, checked like any case";
+    if (checked_rows != rows)
+        what += " (on the CPU emulator with its first " + std::to_string(checked_rows) + (checked_rows == 1 ? " row" : " rows") + ")";
+    return what;
+}
 
 /// The families of input values the cases use.
 enum class InputKind {

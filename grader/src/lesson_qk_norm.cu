@@ -136,8 +136,11 @@ LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, 
         const QkFn fs = qk_fn(student, s.t), fr = qk_fn(reference, s.t);
         const QkCase c = s.c;
         const DType t = s.t;
-        plan.cases.push_back(make_gpu_case("bench_" + s.label + "_" + dtype_name(t), "a benchmark shape",
-                                           [c, t, fs](uint64_t seed) { return qk_call(c, t, seed, fs); }, 1, true));
+        QkCase checked = c;  // tokens cut on the CPU emulator; heads and layout stay
+        checked.tokens = checked_bench_rows(c.tokens, c.heads * c.head_dim, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + s.label + "_" + dtype_name(t), checked_bench_what(c.tokens, checked.tokens),
+                                           [checked, t, fs](uint64_t seed) { return qk_call(checked, t, seed, fs); }, 1,
+                                           true));
         plan.bench.push_back(make_bench_shape(s.label, t, [c, t, fs](uint64_t seed) { return qk_call(c, t, seed, fs); },
                                               [c, t, fr](uint64_t seed) { return qk_call(c, t, seed, fr); }));
     }

@@ -211,9 +211,11 @@ LessonPlan rows_plan(int lesson, const Submission& student, const Submission& re
         const std::string shape = std::to_string(b.rows) + "x" + std::to_string(b.cols);
         const RowsFn s = rows_fn(lesson, student, b.dtype), r = rows_fn(lesson, reference, b.dtype);
         const DType t = b.dtype;
-        plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t),
-                                           "a benchmark shape, checked like any case",
-                                           [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); }, 1, true));
+        RowsCase checked = c;
+        checked.rows = checked_bench_rows(b.rows, b.cols, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t), checked_bench_what(b.rows, checked.rows),
+                                           [checked, t, s](uint64_t seed) { return rows_call(checked, t, seed, s); }, 1,
+                                           true));
         plan.bench.push_back(make_bench_shape(shape, t, [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); },
                                               [c, t, r](uint64_t seed) { return rows_call(c, t, seed, r); }));
     }

@@ -202,14 +202,33 @@ class LessonOneTests(GradeTestCase):
         self.assertIn("grading lesson1", out)
 
 
-@unittest.skipIf(has_gpu(), "this machine has a GPU; the no-GPU message is tested where there is none")
+@unittest.skipIf(has_gpu(), "this machine has a GPU; grading without one is tested where there is none")
 class NoGpuTests(GradeTestCase):
-    def test_gpu_lesson_builds_then_says_it_needs_a_gpu(self):
+    """Without a GPU, lessons 2-8 grade their correctness on the CPU emulator."""
+
+    def test_stub_fails_on_the_cpu_emulator(self):
         code, out = self.grade("lesson3", "--json", os.path.join(self.tmp, "r.json"))
-        self.assertEqual(code, 4, out)
-        self.assertIn("need a CUDA device", out)
+        self.assertEqual(code, 1, out)
+        self.assertIn("correctness on the CPU emulator; the bandwidth gate needs a GPU", out)
+        self.assertIn("not run on the CPU emulator", out)
         with open(os.path.join(self.tmp, "r.json"), encoding="utf-8") as f:
-            self.assertEqual(json.load(f)["verdict"], "no-gpu")
+            report = json.load(f)
+        self.assertEqual(report["verdict"], "fail-correctness")
+        self.assertEqual(report["gpu"], "CPU emulator")
+        skipped = [c["name"] for c in report["cases"] if c["skipped"]]
+        self.assertEqual(skipped, ["past_2pow31_elements"])
+
+    def test_solution_passes_on_the_cpu_emulator(self):
+        solution = os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu")
+        code, out = self.grade("lesson2", "--source", solution, "--cases", "cols")
+        self.assertEqual(code, 0, out)
+        self.assertIn("the bandwidth gate was not run: it needs a GPU", out)
+
+    def test_compile_error_names_the_learners_file(self):
+        broken = self.write("broken.cu", "#include <cuda_runtime.h>\nint f() { return undeclared_name; }\n")
+        code, out = self.grade("lesson2", "--source", broken)
+        self.assertEqual(code, 3, out)
+        self.assertIn("broken.cu:2", out)
 
 
 class ResetTests(GradeTestCase):

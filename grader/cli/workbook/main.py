@@ -25,7 +25,7 @@ import time
 from . import exitcodes, hints, profile, progress
 from .build import BuildError, build_targets, compile_source, grader_command, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
-from . import interview, leaderboard
+from . import emulated, interview, leaderboard
 from .board.grading import BoardLimits
 from .interview_state import StateError
 from .stub import reset_exercise, is_untouched, is_shipped_stub
@@ -65,6 +65,9 @@ def _parser():
     # Said by a caller that knows the file is a stub it wrote (the interview's bare stub), so the
     # grader's reason starts with "still the stub:" whatever the stub does.
     p.add_argument("--untouched-stub", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--emulate", action="store_true",
+                   help="grade correctness on the CPU emulator even where a GPU is present (lessons 2-8; "
+                        "without a GPU this is what happens anyway)")
     p.add_argument("--watch-rounds", type=int, default=0, help=argparse.SUPPRESS)
     return p
 
@@ -120,9 +123,47 @@ def _sanitize(cmd):
     return worst
 
 
+def _grade_emulated(lesson, args, source, shown):
+    """Correctness on the CPU emulator: the learner's file compiled with g++, no GPU needed."""
+    print(f"building {lesson.name} ({shown}) for the CPU emulator ...", flush=True)
+    try:
+        lib = emulated.compile_for_emulator(lesson, source, shown)
+    except BuildError as e:
+        print(f"\n{e}:\n\n{e.output}\n" if e.output else f"\n{e}\n")
+        print(f"{lesson.name}: did not build. Fix the first error above, then run ./grade {lesson.name} again.")
+        _write_build_failure(args, lesson, shown, f"{e}\n{e.output}")
+        progress.record_result(lesson, "fail-build", shown)
+        return exitcodes.FAIL_BUILD
+    if args.build_only:
+        print(f"built {lib}")
+        return exitcodes.PASS
+    if args.sanitize:
+        print("--sanitize runs compute-sanitizer on a GPU; the emulator checks races, barriers and memory on every run")
+    code = subprocess.call(emulated.grader_command(lesson, lib, shown, args))
+    # A pass here is correctness only: the lesson counts as passed once the gate passes on a GPU.
+    progress.record_result(lesson, "pass (CPU emulator; gate not run)" if code == exitcodes.PASS
+                           else exitcodes.VERDICTS.get(code, "error"), shown)
+    if code == exitcodes.FAIL_CORRECTNESS:
+        print(f"\nStuck? ./grade {lesson.name} --hint shows the next hint; "
+              f"lessons/{lesson.slug}/README.md explains the checks.")
+    elif code == exitcodes.PASS:
+        print(f"\n{lesson.name}: {emulated.LABEL}. On a machine with a CUDA GPU, ./grade {lesson.name} also runs the gate.")
+    return code
+
+
+def _use_emulator(lesson, args):
+    if not lesson.needs_gpu:
+        return False
+    if args.emulate:
+        return True
+    return not emulated.gpu_present() and os.path.exists(emulated.CONFIG)
+
+
 def grade_once(lesson, args):
     source = os.path.abspath(args.source) if args.source else lesson.exercise
     shown = os.path.relpath(source, ROOT) if source.startswith(ROOT) else source
+    if _use_emulator(lesson, args):
+        return _grade_emulated(lesson, args, source, shown)
     print(f"building {lesson.name} ({shown}) ...", flush=True)
     try:
         if args.source:

@@ -1,0 +1,99 @@
+"""Grading lessons 2-8 on the CPU emulator (docs/emulator.md).
+
+Without a CUDA GPU (or with --emulate), the learner's unmodified .cu file is rewritten
+(grader/emulator/tools/emu_rewrite.py), compiled with g++ against the emulator's CUDA
+headers and runtime, and graded by wb-grader-emu: the grader's own cases, oracle and
+failure reports, with the bandwidth gate and the cases too large for a CPU listed as not run.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+
+from .build import BUILD_DIR, BuildError, build_targets
+from .lessons import UsageError
+
+CONFIG = os.path.join(BUILD_DIR, "emulator_config.json")
+LABEL = "correctness on the CPU emulator; the bandwidth gate needs a GPU"
+
+
+def gpu_present():
+    """True when a CUDA GPU is visible (nvidia-smi lists one); WORKBOOK_NO_GPU=1 says there is none."""
+    if os.environ.get("WORKBOOK_NO_GPU") == "1":
+        return False
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def _config():
+    build_targets("wb-grader-emu")
+    try:
+        with open(CONFIG, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError:
+        raise BuildError("the CPU emulator is not part of this build: install Boost.Context "
+                         "(Debian: apt install libboost-context-dev), then run make again")
+
+
+def compile_for_emulator(lesson, source, shown):
+    """Compiles `source` for the emulator into a library cached by content; returns its path."""
+    if not os.path.isfile(source):
+        raise UsageError(f"no such file: {source}. Give the path of a .cu file.")
+    cfg = _config()
+    with open(source, "rb") as f:
+        content = f.read()
+    tool_bytes = b""
+    for path in (cfg["rewrite"], cfg["adapter"], cfg["runtime"]):
+        with open(path, "rb") as f:
+            tool_bytes += hashlib.sha256(f.read()).digest()
+    settings = (str(lesson.number) + cfg["kernel_flags"] + cfg["cxx"]).encode()
+    key = hashlib.sha256(content + tool_bytes + settings).hexdigest()[:16]
+    out_dir = os.path.join(BUILD_DIR, "emulated")
+    os.makedirs(out_dir, exist_ok=True)
+    lib = os.path.join(out_dir, f"{lesson.name}-{key}.so")
+    if os.path.exists(lib):
+        return lib
+    copy = os.path.join(out_dir, f"{lesson.name}-{key}.cu")
+    with open(copy, "wb") as f:
+        f.write(content)
+    rewritten = copy + ".cpp"
+    rewrite = subprocess.run([cfg["python"], cfg["rewrite"], copy, rewritten, "--display-name", shown],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if rewrite.returncode != 0:
+        raise BuildError(f"{shown} could not be prepared for the CPU emulator", rewrite.stdout)
+    obj = lib + ".o"
+    flags = [f for f in cfg["kernel_flags"].split(";") if f]
+    compile_cmd = [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", *flags,
+                   "-I", cfg["emulator_include"], "-I", cfg["grader_include"], f"-DWORKBOOK_LESSON={lesson.number}",
+                   f'-DWORKBOOK_SOURCE="{rewritten}"', "-x", "c++", "-c", cfg["adapter"], "-o", obj]
+    proc = subprocess.run(compile_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{shown} did not compile for the CPU emulator", proc.stdout.replace(copy, shown))
+    runtime_dir = os.path.dirname(cfg["runtime"])
+    link = [cfg["cxx"], "-shared", obj, "-o", lib + ".tmp", f"-L{runtime_dir}", "-lwbemu", f"-Wl,-rpath,{runtime_dir}"]
+    proc = subprocess.run(link, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{shown} did not link for the CPU emulator", proc.stdout)
+    os.replace(lib + ".tmp", lib)
+    os.remove(obj)
+    return lib
+
+
+def grader_command(lesson, lib, shown, args):
+    """The wb-grader-emu command line for one run."""
+    with open(CONFIG, encoding="utf-8") as f:
+        cfg = json.load(f)
+    cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", lib, "--source-name", shown]
+    for flag, value in (("--seed", args.seed), ("--json", args.json), ("--cases", args.cases)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
+        cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
+    return cmd

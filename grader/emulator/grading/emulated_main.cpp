@@ -1,0 +1,206 @@
+/// @file emulated_main.cpp
+/// @brief wb-grader-emu: grades one submission's correctness on the CPU emulator.
+///
+/// The same plans, cases, oracle, tolerance and failure reports as wb-grader (they are its
+/// own sources, compiled against the emulated runtime). What a CPU cannot do is listed as
+/// not run: the bandwidth gate, and cases too large to emulate in reasonable time.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "correctness_runner.h"
+#include "emu/control.h"
+#include "launch_guard.h"
+#include "plan_dispatch.h"
+#include "run_report.h"
+
+namespace {
+
+using namespace workbook;
+
+/// Cases whose tensors hold more elements than this are not run on the emulator.
+constexpr int64_t kMaxEmulatedElements = int64_t(1) << 27;
+
+/// Benchmark shapes are checked on their first rows only, about this many elements.
+constexpr int64_t kCheckedBenchElements = int64_t(1) << 22;
+
+const char* kLabel = "correctness on the CPU emulator; the bandwidth gate needs a GPU";
+
+struct Args {
+    int lesson = 0;
+    std::string student, source_name, json, filter;
+    uint64_t seed = 0;
+    bool seed_given = false;
+    double watchdog = 20;
+};
+
+const char* kUsageText =
+    "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
+    "                     [--cases SUBSTRING] [--watchdog SECONDS]\n"
+    "Normally run through ./grade, which compiles the submission for the emulator first.\n";
+
+bool parse(int argc, char** argv, Args& a, std::string& error) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](const char* what) -> const char* {
+            if (i + 1 >= argc) {
+                error = arg + " needs " + what;
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        const char* v = nullptr;
+        if (arg == "--lesson") { if (!(v = value("a lesson number"))) return false; a.lesson = std::atoi(v); }
+        else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
+        else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
+        else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
+        else if (arg == "--cases") { if (!(v = value("a substring"))) return false; a.filter = v; }
+        else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
+        else if (arg == "--seed") {
+            if (!(v = value("a number"))) return false;
+            char* end = nullptr;
+            a.seed = std::strtoull(v, &end, 0);
+            if (!end || *end) { error = std::string("--seed takes a whole number, not '") + v + "'"; return false; }
+            a.seed_given = true;
+        }
+        else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
+        else { error = "unknown option " + arg; return false; }
+    }
+    if (a.lesson < 2 || a.lesson > 8) { error = "--lesson must be 2 to 8 (lesson 1 grades on the CPU already)"; return false; }
+    if (a.student.empty()) { error = "--student is required"; return false; }
+    return true;
+}
+
+int finish(RunReport& report, const Args& args, int code) {
+    if (!args.json.empty() && !write_json(report, args.json)) return kUsage;
+    return code;
+}
+
+/// Takes the cases a CPU cannot run out of the plan (they are reported as not run); runs the rest once.
+std::vector<CaseResult> set_aside_large_cases(LessonPlan& plan, const std::string& filter) {
+    std::vector<CaseResult> not_run;
+    std::vector<Case> kept;
+    for (Case& c : plan.cases) {
+        if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+        if (c.elements > kMaxEmulatedElements) {
+            CaseResult r{c.name, c.what, false, true, ""};
+            r.detail = "not run on the CPU emulator: " + std::to_string(c.elements) +
+                       " elements is more than it runs in reasonable time (the GPU grader runs it)";
+            not_run.push_back(r);
+        } else {
+            // On the GPU a case runs twice so an intermittent race shows; the emulator's race
+            // detector is deterministic, so one run (through a graph capture, the stricter
+            // path) finds the same bugs in half the time.
+            c.repeats = 1;
+            kept.push_back(std::move(c));
+        }
+    }
+    plan.cases = std::move(kept);
+    return not_run;
+}
+
+int grade(const Args& args) {
+    RunReport report;
+    report.lesson = args.lesson;
+    report.source = args.source_name.empty() ? args.student : args.source_name;
+    report.seed = args.seed_given ? args.seed
+                                  : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    report.gpu = "CPU emulator";
+    const LessonInfo* info = find_lesson(args.lesson);
+    report.gate_fraction = info->gate_fraction;
+    std::printf("lesson %d (%s): %s\nseed %llu (reproduce with --seed %llu)\n", info->number, info->slug,
+                report.source.c_str(), (unsigned long long)report.seed, (unsigned long long)report.seed);
+    std::printf("%s\n", kLabel);
+    emu::set_watchdog_seconds(args.watchdog);
+
+    if (args.lesson == 7 || args.lesson == 8) {
+        report.verdict = "no-gpu";
+        report.reason = args.lesson == 7
+                            ? "lesson 7's programmatic dependent launch (a grid starting before its producer ends) is "
+                              "not modelled by the CPU emulator: this lesson needs a GPU"
+                            : "lesson 8's thread-block clusters and distributed shared memory are not graded on the CPU "
+                              "emulator yet: this lesson needs a GPU";
+        std::printf("\n%s\n", report.reason.c_str());
+        return finish(report, args, kNoGpu);
+    }
+
+    std::unique_ptr<Submission> student;
+    try {
+        student = std::make_unique<Submission>(args.student, args.lesson);
+    } catch (const std::exception& e) {
+        report.verdict = "fail-build";
+        report.reason = e.what();
+        std::printf("\n%s\n", e.what());
+        return finish(report, args, kFailBuild);
+    }
+
+    try {
+        PlanOptions options;
+        options.max_checked_bench_elements = kCheckedBenchElements;
+        // The reference is only timed, never run for correctness: the student stands in for it.
+        LessonPlan plan = make_plan(args.lesson, *student, student.get(), options);
+        const std::vector<CaseResult> not_run = set_aside_large_cases(plan, args.filter);
+        std::printf("\ncorrectness: %zu case(s), each run with fresh inputs\n", plan.cases.size());
+        std::fflush(stdout);
+        const std::string fatal = run_cases(plan, report.seed, args.filter, false, report);
+        for (const CaseResult& c : not_run) {
+            std::printf("  ----  %s  (not run on the CPU emulator: too large)\n", c.name.c_str());
+            report.cases.push_back(c);
+        }
+        if (report.cases.empty()) {
+            report.verdict = "fail-correctness";
+            report.reason = "no case matches --cases " + args.filter;
+            std::printf("%s\n", report.reason.c_str());
+            return finish(report, args, kUsage);
+        }
+        size_t failed = 0, ran = 0;
+        const CaseResult* first = nullptr;
+        for (const CaseResult& c : report.cases) {
+            if (c.skipped && c.detail.rfind("not run on the CPU emulator", 0) == 0) continue;
+            ++ran;
+            if (!c.passed) {
+                ++failed;
+                if (!first) first = &c;
+            }
+        }
+        report.gate_notes.push_back(std::string("not run: the bandwidth gate (") + kLabel + ")");
+        if (failed) {
+            report.verdict = "fail-correctness";
+            report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
+            std::printf("\n%zu of %zu case(s) failed (%s).\n", failed, ran, kLabel);
+            return finish(report, args, kFailCorrectness);
+        }
+        report.reason = kLabel;
+        std::printf("\nall %zu case(s) passed on the CPU emulator; %zu not run (too large for a CPU); the bandwidth "
+                    "gate was not run: it needs a GPU\n",
+                    ran, not_run.size());
+        return finish(report, args, kPass);
+    } catch (const FatalDeviceError& e) {
+        report.verdict = "fail-correctness";
+        report.reason = e.what();
+        std::printf("\n%s\n", e.what());
+        return finish(report, args, kFailCorrectness);
+    } catch (const std::exception& e) {
+        report.verdict = "no-gpu";
+        report.reason = std::string("the emulated grader hit an environment problem: ") + e.what();
+        std::printf("\n%s\n", report.reason.c_str());
+        return finish(report, args, kNoGpu);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args args;
+    std::string error;
+    if (!parse(argc, argv, args, error)) {
+        std::cerr << "wb-grader-emu: " << error << "\n" << kUsageText;
+        return kUsage;
+    }
+    const int code = grade(args);
+    std::fflush(stdout);
+    std::_Exit(code);
+}

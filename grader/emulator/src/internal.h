@@ -1,0 +1,57 @@
+/// @file internal.h
+/// @brief The emulator's state shared by its translation units (not seen by kernels).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_runtime.h"
+
+namespace emu {
+
+/// A fault found while a kernel ran: the error the stream reports and the full explanation.
+struct Fault {
+    cudaError_t code = cudaSuccess;
+    std::string text;
+};
+
+/// Records `fault` as the launch's (the first one wins) and stops the calling fiber for good.
+[[noreturn]] void raise_fault(cudaError_t code, const std::string& text);
+
+/// "file.cu:42" for a code address in a submission (via addr2line), or "" when unknown.
+std::string source_line(const void* pc);
+
+/// "block (3,0,0) thread (31,0,0)" of the running CUDA thread, or "" outside a kernel.
+std::string where_now();
+
+/// Called by the hooks on every instrumented access (see memory.cpp).
+void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc,
+                  bool atomic = false);
+
+/// Device heap: allocations checked by check_access.
+void* device_alloc(std::size_t bytes);
+bool device_free(void* p);
+/// True when [p, p+bytes) lies in one live device allocation (or outside the device heap).
+bool device_range_ok(const void* p, std::size_t bytes);
+
+/// The runtime side of a kernel fault: set by the launch, read by the stream calls.
+void set_pending_fault(const Fault& f);
+
+/// The emulated device's limits (H100-like, so kernels pick the same configurations).
+struct DeviceLimits {
+    static constexpr int sm_count = 132;
+    static constexpr int max_threads = 1024;
+    static constexpr unsigned max_grid_x = 2147483647u, max_grid_yz = 65535u;
+    static constexpr std::size_t static_smem = 48 * 1024;
+    static constexpr std::size_t optin_smem = 227 * 1024;
+    static constexpr std::size_t smem_per_sm = 228 * 1024;
+    static constexpr int max_cluster = 8, max_cluster_nonportable = 16;
+};
+
+/// Runs a validated launch now (blocks spread over the CPU's cores); returns its fault, if any.
+Fault execute(const LaunchSpec& spec, const std::function<void()>& body, int max_dynamic_smem);
+
+}  // namespace emu

@@ -1,0 +1,287 @@
+/// @file memory.cpp
+/// @brief Device memory and the access checks: every load and store of a submission is
+///        instrumented by the compiler (-fsanitize=thread), and these hooks replace the
+///        ThreadSanitizer runtime: shared memory goes to the race detector, device memory
+///        is checked against the live allocations, and vector accesses for alignment.
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+#include "internal.h"
+#include "scheduler_state.h"
+
+namespace emu {
+namespace {
+
+/// The device heap: one reserved range, allocations carved in 64 KiB granules and never
+/// reused, so a stale pointer stays illegal to the checks. A table maps each granule to its
+/// allocation.
+constexpr std::size_t kHeapBytes = std::size_t(1) << 40;  // address space only (MAP_NORESERVE)
+constexpr int kGranuleShift = 16;
+
+struct Allocation {
+    uintptr_t start = 0;
+    std::size_t bytes = 0;
+    bool live = false;
+};
+
+struct Heap {
+    uintptr_t lo = 0;
+    std::size_t next = 0;
+    std::vector<Allocation> allocs{Allocation{}};  // index 0: no allocation
+    uint32_t* granule_owner = nullptr;
+    std::shared_mutex mu;
+
+    Heap() {
+        // One read-write mapping, backed lazily: per-allocation protections would cost a kernel
+        // mapping each, and a grading run makes tens of thousands of allocations.
+        void* p = mmap(nullptr, kHeapBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            std::perror("emulator: cannot reserve the device address range");
+            std::abort();
+        }
+        lo = reinterpret_cast<uintptr_t>(p);
+        void* t = mmap(nullptr, (kHeapBytes >> kGranuleShift) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (t == MAP_FAILED) {
+            std::perror("emulator: cannot map the device heap's table");
+            std::abort();
+        }
+        granule_owner = static_cast<uint32_t*>(t);
+    }
+    bool contains(uintptr_t a) const { return a - lo < kHeapBytes; }
+};
+
+Heap* const g_heap = new Heap;  // never destroyed: kernels may still run while the process exits
+inline Heap& heap() { return *g_heap; }
+
+std::string hex_address(uintptr_t a) {
+    char b[32];
+    std::snprintf(b, sizeof b, "0x%" PRIxPTR, a);
+    return b;
+}
+
+}  // namespace
+
+void* device_alloc(std::size_t bytes) {
+    Heap& h = heap();
+    std::unique_lock<std::shared_mutex> lock(h.mu);
+    const std::size_t granule = std::size_t(1) << kGranuleShift;
+    const std::size_t span = (bytes + granule - 1) / granule * granule;
+    // One empty granule between allocations: running off the end lands in no allocation.
+    if (h.next + span + granule > kHeapBytes) return nullptr;
+    const uintptr_t start = h.lo + h.next;
+    const uint32_t id = static_cast<uint32_t>(h.allocs.size());
+    h.allocs.push_back(Allocation{start, bytes, true});
+    for (std::size_t g = 0; g < span / granule; ++g) h.granule_owner[(h.next >> kGranuleShift) + g] = id;
+    h.next += span + granule;
+    return reinterpret_cast<void*>(start);
+}
+
+bool device_free(void* p) {
+    Heap& h = heap();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    std::unique_lock<std::shared_mutex> lock(h.mu);
+    if (!h.contains(a)) return false;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    if (id == 0 || h.allocs[id].start != a || !h.allocs[id].live) return false;
+    Allocation& al = h.allocs[id];
+    al.live = false;
+    const std::size_t granule = std::size_t(1) << kGranuleShift;
+    const std::size_t span = (al.bytes + granule - 1) / granule * granule;
+    if (span) madvise(p, span, MADV_DONTNEED);  // the memory goes back; the addresses stay illegal
+    return true;
+}
+
+bool device_range_ok(const void* p, std::size_t bytes) {
+    Heap& h = heap();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    if (!h.contains(a)) return true;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    if (id == 0) return false;
+    std::shared_lock<std::shared_mutex> lock(h.mu);
+    const Allocation& al = h.allocs[id];
+    return al.live && a >= al.start && a + bytes <= al.start + al.bytes;
+}
+
+namespace {
+
+[[noreturn]] void report_illegal(uintptr_t a, std::size_t bytes, bool write, const void* pc) {
+    Heap& h = heap();
+    std::ostringstream o;
+    o << "illegal address: " << where_now() << " " << (write ? "writes" : "reads") << " " << bytes
+      << " byte(s) at " << hex_address(a);
+    const uint32_t id = h.contains(a) ? h.granule_owner[(a - h.lo) >> kGranuleShift] : 0;
+    if (id != 0 && !h.allocs[id].live) {
+        o << ", inside a device buffer that was already freed";
+    } else {
+        // Name the nearest allocation below the address, so the offset points at the bug.
+        const Allocation* near = nullptr;
+        for (const Allocation& al : h.allocs)
+            if (al.start && al.start <= a && (!near || al.start > near->start)) near = &al;
+        if (near && a >= near->start + near->bytes)
+            o << ", " << a - (near->start + near->bytes) << " byte(s) past the end of the " << near->bytes
+              << "-byte device buffer at " << hex_address(near->start);
+        else
+            o << ", outside every device buffer";
+    }
+    const std::string line = source_line(pc);
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(cudaErrorIllegalAddress, o.str());
+}
+
+}  // namespace
+
+void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc, bool atomic) {
+    UnitState* u = tls_unit;
+    if (!u) return;  // host code of the submission, or the grader's own plain kernels
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (aligned_access && bytes > 1 && (a & (bytes - 1))) {
+        std::ostringstream o;
+        o << "misaligned address: " << where_now() << " " << (write ? "writes" : "reads") << " " << bytes
+          << " bytes at " << hex_address(a) << ", which is not a multiple of " << bytes;
+        if (bytes == 16) o << " (a 16-byte vector access needs a 16-byte aligned address)";
+        const std::string line = source_line(pc);
+        if (!line.empty()) o << ", at " << line;
+        raise_fault(cudaErrorMisalignedAddress, o.str());
+    }
+    if (a - u->arena_lo < u->arena_span) {
+        if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);  // atomics never race
+        return;
+    }
+    Heap& h = heap();
+    if (!h.contains(a)) return;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    if (id != 0) {
+        const Allocation& al = h.allocs[id];  // the vector only grows under the lock; ids stay valid
+        if (al.live && a + bytes <= al.start + al.bytes) return;
+    }
+    report_illegal(a, bytes, write, pc);
+}
+
+// ---- source lines ------------------------------------------------------------------------
+
+std::string source_line(const void* pc) {
+    if (!pc) return "";
+    static std::mutex mu;
+    static std::unordered_map<const void*, std::string> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(pc);
+    if (it != cache.end()) return it->second;
+    std::string result;
+    Dl_info info{};
+    if (dladdr(pc, &info) && info.dli_fname) {
+        // The return address points after the call; one byte back is inside it.
+        const uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
+        const std::string cmd = "addr2line -i -e '" + std::string(info.dli_fname) + "' " + hex_address(offset) + " 2>/dev/null";
+        if (FILE* f = popen(cmd.c_str(), "r")) {
+            // With -i, inlined frames come innermost first: the first one outside the emulator's
+            // own headers is the kernel's line.
+            char buf[1024];
+            while (std::fgets(buf, sizeof buf, f)) {
+                std::string frame = buf;
+                while (!frame.empty() && (frame.back() == '\n' || frame.back() == '\r')) frame.pop_back();
+                const std::size_t disc = frame.find(" (discriminator");
+                if (disc != std::string::npos) frame.erase(disc);
+                if (frame.rfind("??", 0) == 0) continue;
+                if (frame.find("/emulator/include/") != std::string::npos) continue;
+                const std::size_t slash = frame.rfind('/');
+                if (slash != std::string::npos) frame.erase(0, slash + 1);
+                result = frame;
+                break;
+            }
+            pclose(f);
+        }
+    }
+    cache.emplace(pc, result);
+    return result;
+}
+
+}  // namespace emu
+
+// ---- the ThreadSanitizer entry points the compiler's instrumentation calls ---------------
+
+#define EMU_RA __builtin_extract_return_addr(__builtin_return_address(0))
+#define EMU_HOOK(n)                                                                                               \
+    extern "C" void __tsan_read##n(void* p) { emu::check_access(p, n, false, true, EMU_RA); }                    \
+    extern "C" void __tsan_write##n(void* p) { emu::check_access(p, n, true, true, EMU_RA); }                    \
+    extern "C" void __tsan_unaligned_read##n(void* p) { emu::check_access(p, n, false, false, EMU_RA); }         \
+    extern "C" void __tsan_unaligned_write##n(void* p) { emu::check_access(p, n, true, false, EMU_RA); }         \
+    extern "C" void __tsan_volatile_read##n(void* p) { emu::check_access(p, n, false, true, EMU_RA); }           \
+    extern "C" void __tsan_volatile_write##n(void* p) { emu::check_access(p, n, true, true, EMU_RA); }           \
+    extern "C" void __tsan_unaligned_volatile_read##n(void* p) { emu::check_access(p, n, false, false, EMU_RA); } \
+    extern "C" void __tsan_unaligned_volatile_write##n(void* p) { emu::check_access(p, n, true, false, EMU_RA); }
+EMU_HOOK(1)
+EMU_HOOK(2)
+EMU_HOOK(4)
+EMU_HOOK(8)
+EMU_HOOK(16)
+extern "C" void __tsan_read_range(void* p, unsigned long n) { emu::check_access(p, n, false, false, EMU_RA); }
+extern "C" void __tsan_write_range(void* p, unsigned long n) { emu::check_access(p, n, true, false, EMU_RA); }
+extern "C" void __tsan_init() {}
+extern "C" void __tsan_func_entry(void*) {}
+extern "C" void __tsan_func_exit() {}
+extern "C" void __tsan_vptr_update(void**, void*) {}
+extern "C" void __tsan_vptr_read(void**) {}
+
+// Atomics of kernel code (atomicAdd and friends): checked like a plain access, then done.
+#define EMU_ATOMIC(bits, T)                                                                                         \
+    extern "C" T __tsan_atomic##bits##_load(const volatile T* p, int mo) {                                         \
+        emu::check_access(const_cast<T*>(p), sizeof(T), false, true, EMU_RA, true);                                      \
+        return __atomic_load_n(p, __ATOMIC_SEQ_CST);                                                                \
+    }                                                                                                               \
+    extern "C" void __tsan_atomic##bits##_store(volatile T* p, T v, int mo) {                                      \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        __atomic_store_n(p, v, __ATOMIC_SEQ_CST);                                                                   \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_exchange(volatile T* p, T v, int mo) {                                      \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                                         \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_fetch_add(volatile T* p, T v, int mo) {                                     \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                                          \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_fetch_sub(volatile T* p, T v, int mo) {                                     \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST);                                                          \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_fetch_and(volatile T* p, T v, int mo) {                                     \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                                                          \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_fetch_or(volatile T* p, T v, int mo) {                                      \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                                           \
+    }                                                                                                               \
+    extern "C" int __tsan_atomic##bits##_compare_exchange_strong(volatile T* p, T* expected, T desired, int mo,     \
+                                                                 int fmo) {                                         \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+    }                                                                                                               \
+    extern "C" int __tsan_atomic##bits##_compare_exchange_weak(volatile T* p, T* expected, T desired, int mo,       \
+                                                               int fmo) {                                           \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        return __atomic_compare_exchange_n(p, expected, desired, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+    }                                                                                                               \
+    extern "C" T __tsan_atomic##bits##_compare_exchange_val(volatile T* p, T expected, T desired, int mo,          \
+                                                            int fmo) {                                              \
+        emu::check_access(const_cast<T*>(p), sizeof(T), true, true, EMU_RA, true);                                       \
+        __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);              \
+        return expected;                                                                                            \
+    }
+EMU_ATOMIC(8, uint8_t)
+EMU_ATOMIC(16, uint16_t)
+EMU_ATOMIC(32, uint32_t)
+EMU_ATOMIC(64, uint64_t)
+extern "C" void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" void __tsan_atomic_signal_fence(int) {}

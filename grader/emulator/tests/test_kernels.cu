@@ -1,0 +1,296 @@
+/// @file test_kernels.cu
+/// @brief The emulator's semantics, checked with kernels compiled the way submissions are:
+///        shuffles against hand-computed results, barriers, races, launch errors, memory faults.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Device buffer of n values, copied back on demand.
+template <typename T>
+struct Buffer {
+    T* d = nullptr;
+    size_t n;
+    explicit Buffer(size_t count) : n(count) {
+        EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), n * sizeof(T)), cudaSuccess);
+        cudaMemset(d, 0, n * sizeof(T));
+    }
+    ~Buffer() { cudaFree(d); }
+    std::vector<T> get() const {
+        std::vector<T> h(n);
+        EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+        return h;
+    }
+};
+
+/// Each test starts with a clean device: a sticky fault of one test must not leak into the next.
+class Emulator : public testing::Test {
+protected:
+    void TearDown() override { cudaDeviceReset(); }
+    static std::string explain(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+};
+
+// ---- shuffles ----------------------------------------------------------------------------
+
+__global__ void shuffle_kernel(int* xor1, int* up3w8, int* down5, int* bcast, unsigned* ballot, int* butterfly) {
+    const int lane = threadIdx.x % 32;
+    const int g = threadIdx.x;
+    xor1[g] = __shfl_xor_sync(0xffffffffu, lane * 10, 1);
+    up3w8[g] = __shfl_up_sync(0xffffffffu, lane, 3, 8);
+    down5[g] = __shfl_down_sync(0xffffffffu, lane, 5);
+    bcast[g] = __shfl_sync(0xffffffffu, lane + 100, 7);
+    ballot[g] = __ballot_sync(0xffffffffu, lane % 3 == 0);
+    int v = lane;
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    butterfly[g] = v;
+}
+
+TEST_F(Emulator, ShufflesMatchHandComputedResults) {
+    Buffer<int> xor1(64), up(64), down(64), bcast(64), butterfly(64);
+    Buffer<unsigned> ballot(64);
+    shuffle_kernel<<<1, 64>>>(xor1.d, up.d, down.d, bcast.d, ballot.d, butterfly.d);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    unsigned every_third = 0;
+    for (int l = 0; l < 32; l += 3) every_third |= 1u << l;
+    const auto x = xor1.get(), u = up.get(), d = down.get(), b = bcast.get(), s = butterfly.get();
+    const auto bal = ballot.get();
+    for (int g = 0; g < 64; ++g) {
+        const int lane = g % 32;
+        EXPECT_EQ(x[g], (lane ^ 1) * 10) << g;
+        // Width 8: lanes 0-2 of each 8-lane segment keep their own value.
+        EXPECT_EQ(u[g], lane % 8 < 3 ? lane : lane - 3) << g;
+        EXPECT_EQ(d[g], lane + 5 < 32 ? lane + 5 : lane) << g;
+        EXPECT_EQ(b[g], 107) << g;
+        EXPECT_EQ(bal[g], every_third) << g;
+        EXPECT_EQ(s[g], 496) << g;  // 0 + 1 + ... + 31
+    }
+}
+
+__global__ void half_warp_kernel(int* out) {
+    // The two halves of the warp shuffle separately, each with its own mask.
+    const int lane = threadIdx.x;
+    const unsigned mask = lane < 16 ? 0x0000ffffu : 0xffff0000u;
+    out[lane] = __shfl_sync(mask, lane, lane < 16 ? 3 : 20);
+}
+
+TEST_F(Emulator, ShufflesWithDisjointMasksProceedIndependently) {
+    Buffer<int> out(32);
+    half_warp_kernel<<<1, 32>>>(out.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto o = out.get();
+    for (int l = 0; l < 32; ++l) EXPECT_EQ(o[l], l < 16 ? 3 : 20) << l;
+}
+
+__global__ void mask_without_source_kernel(int* out) {
+    out[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, static_cast<int>(threadIdx.x), 16);
+}
+
+TEST_F(Emulator, ShuffleFromALaneOutsideTheMaskIsReported) {
+    Buffer<int> out(16);
+    mask_without_source_kernel<<<1, 16>>>(out.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    // Lane 0 ^ 16 = lane 16 is in the warp's 32-lane segment but not in the mask: undefined on the GPU.
+    ASSERT_EQ(e, cudaErrorEmulatorWarpSync) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("reads lane 16, which is not in the mask 0x0000ffff"),
+              std::string::npos);
+}
+
+// ---- barriers ----------------------------------------------------------------------------
+
+__global__ void divergent_barrier_kernel(float* out) {
+    if (threadIdx.x == 0) {
+        __syncthreads();
+    } else {
+        out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+    }
+}
+
+TEST_F(Emulator, DivergentBarrierIsReportedNotHung) {
+    Buffer<float> out(64);
+    divergent_barrier_kernel<<<1, 64>>>(out.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorEmulatorDivergentBarrier) << explain(e);
+    const std::string text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("not every thread of the block reaches __syncthreads()"), std::string::npos) << text;
+    EXPECT_NE(text.find("test_kernels.cu"), std::string::npos) << text;
+}
+
+__global__ void early_exit_kernel(int* out) {
+    // Threads past the row's end return before the barrier; the rest still meet there.
+    if (threadIdx.x >= 40) return;
+    __shared__ int total;
+    if (threadIdx.x == 0) total = 0;
+    __syncthreads();
+    atomicAdd(&total, 1);
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = total;
+}
+
+TEST_F(Emulator, ExitedThreadsDoNotHoldUpABarrier) {
+    Buffer<int> out(1);
+    early_exit_kernel<<<1, 64>>>(out.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(out.get()[0], 40);
+}
+
+// ---- shared memory -----------------------------------------------------------------------
+
+__global__ void unwritten_shared_kernel(float* out) {
+    __shared__ float slots[64];
+    if (threadIdx.x == 0) slots[0] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = slots[threadIdx.x];
+}
+
+TEST_F(Emulator, SharedMemoryStartsAsNaN) {
+    Buffer<float> out(64);
+    unwritten_shared_kernel<<<2, 64>>>(out.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto o = out.get();
+    EXPECT_EQ(o[0], 1.0f);
+    for (int i = 1; i < 64; ++i) EXPECT_TRUE(std::isnan(o[i])) << i;
+}
+
+constexpr int kRaceWriteLine = __LINE__ + 4;
+constexpr int kRaceReadLine = __LINE__ + 7;
+__global__ void race_kernel(float* out, bool with_barrier) {
+    __shared__ float partials[32];
+    if (threadIdx.x % 32 == 0) partials[threadIdx.x / 32] = 1.0f;
+    if (with_barrier) __syncthreads();
+    float total = 0.0f;
+    if (threadIdx.x < 32) {
+        total = threadIdx.x < 2 ? partials[threadIdx.x] : 0.0f;
+    }
+    out[threadIdx.x] = total;
+}
+
+TEST_F(Emulator, MissingBarrierIsARaceNamingBothLines) {
+    Buffer<float> out(64);
+    race_kernel<<<1, 64>>>(out.d, false);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorEmulatorSharedMemoryRace) << explain(e);
+    const std::string text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("test_kernels.cu:" + std::to_string(kRaceWriteLine)), std::string::npos) << text;
+    EXPECT_NE(text.find("test_kernels.cu:" + std::to_string(kRaceReadLine)), std::string::npos) << text;
+    EXPECT_NE(text.find("no __syncthreads() between"), std::string::npos) << text;
+}
+
+TEST_F(Emulator, TheBarrierRemovesTheRace) {
+    Buffer<float> out(64);
+    // Every launch order is the same: the verdict does not depend on luck.
+    for (int i = 0; i < 3; ++i) {
+        race_kernel<<<4, 64>>>(out.d, true);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    EXPECT_EQ(out.get()[1], 1.0f);
+}
+
+__global__ void dynamic_shared_kernel(float* out, int n) {
+    extern __shared__ __align__(16) unsigned char raw[];
+    float* s = reinterpret_cast<float*>(raw);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = static_cast<float>(i);
+    __syncthreads();
+    out[threadIdx.x] = s[n - 1 - threadIdx.x];
+}
+
+TEST_F(Emulator, DynamicSharedMemoryAboveTheDefaultNeedsTheAttribute) {
+    const int n = 20000;  // 80000 bytes: more than the 48 KB default
+    Buffer<float> out(32);
+    dynamic_shared_kernel<<<1, 32, n * sizeof(float)>>>(out.d, n);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+    ASSERT_EQ(cudaFuncSetAttribute(dynamic_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n * 4), cudaSuccess);
+    dynamic_shared_kernel<<<1, 32, n * sizeof(float)>>>(out.d, n);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(out.get()[5], static_cast<float>(n - 6));
+}
+
+// ---- launch configuration ----------------------------------------------------------------
+
+__global__ void empty_kernel(int*) {}
+
+TEST_F(Emulator, LaunchConfigurationErrorsAreTheGpus) {
+    empty_kernel<<<1, 1025>>>(nullptr);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+    empty_kernel<<<dim3(1, 65536), 32>>>(nullptr);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+    empty_kernel<<<0, 32>>>(nullptr);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+    empty_kernel<<<dim3(70000), 32>>>(nullptr);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// ---- device memory -----------------------------------------------------------------------
+
+__global__ void read_past_end_kernel(const float* x, float* y, int n) { y[0] = x[n + 20000]; }
+
+TEST_F(Emulator, ReadPastTheBufferIsAnIllegalAddress) {
+    Buffer<float> x(16), y(1);
+    read_past_end_kernel<<<1, 1>>>(x.d, y.d, 16);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    const std::string text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("past the end of the 64-byte device buffer"), std::string::npos) << text;
+}
+
+__global__ void misaligned_vector_kernel(const float* x, float4* y) {
+    y[0] = *reinterpret_cast<const float4*>(x + 1);
+}
+
+TEST_F(Emulator, MisalignedVectorLoadIsReported) {
+    Buffer<float> x(16);
+    Buffer<float4> y(1);
+    misaligned_vector_kernel<<<1, 1>>>(x.d, y.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("16-byte vector access"), std::string::npos);
+}
+
+// ---- streams and graphs ------------------------------------------------------------------
+
+__global__ void add_one_kernel(int* p) { atomicAdd(p, 1); }
+
+TEST_F(Emulator, CapturedLaunchesRunWhenTheGraphRuns) {
+    Buffer<int> counter(1);
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    add_one_kernel<<<3, 32, 0, s>>>(counter.d);
+    cudaGraph_t g;
+    ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    EXPECT_EQ(counter.get()[0], 0);
+    size_t nodes = 0;
+    cudaGraphGetNodes(g, nullptr, &nodes);
+    EXPECT_EQ(nodes, 1u);
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_EQ(counter.get()[0], 96);
+    // A launch on the legacy default stream does not join a non-blocking stream's capture:
+    // it runs at once, and the graph stays empty.
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    add_one_kernel<<<1, 1>>>(counter.d);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cudaGraphGetNodes(g, nullptr, &nodes);
+    EXPECT_EQ(nodes, 0u);
+    EXPECT_EQ(counter.get()[0], 97);
+    // A blocking stream's capture is broken by it, as on the GPU.
+    cudaStream_t blocking;
+    ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal), cudaSuccess);
+    add_one_kernel<<<1, 1>>>(counter.d);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorStreamCaptureImplicit);
+    EXPECT_EQ(cudaStreamEndCapture(blocking, &g), cudaErrorStreamCaptureInvalidated);
+    cudaGraphExecDestroy(exec);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(blocking);
+}
+
+}  // namespace

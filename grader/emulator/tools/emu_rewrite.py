@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Rewrites a CUDA source so g++ compiles it against the emulator's headers.
+
+Three constructs are not C++ and are rewritten; everything else is left alone, and no line
+is added or removed, so the compiler's messages and the emulator's reports name the
+learner's own lines:
+
+  kernel<<<grid, block, smem, stream>>>(args)
+      -> ::emu::TripleChevron(EMU_LAUNCH_MODE, grid, block, smem, stream)(
+             [=](auto&&... emu_a) { kernel(emu_a...); }, args)
+  __shared__ T name[N];          (per-block storage the emulator owns and checks)
+      -> T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(KEY, sizeof(T[N]), align));
+  extern __shared__ T name[];    -> T* const name = static_cast<T*>(::emu::dynamic_shared());
+  asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
+  asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
+  asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
+
+Any other inline PTX becomes a compile error that names it.
+
+usage: emu_rewrite.py INPUT OUTPUT [--display-name NAME]
+"""
+import os
+import re
+import sys
+
+
+class RewriteError(Exception):
+    """The source uses a construct the emulator cannot take; the message says which and where."""
+
+
+def mask_comments_and_strings(text):
+    """A copy of `text` with comments and string/char literals blanked (newlines kept)."""
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i + 1, min(j, n)):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _line_of(text, pos):
+    return text.count("\n", 0, pos) + 1
+
+
+def _match_forward(masked, start, open_ch, close_ch):
+    """Index just past the bracket that closes the one at `start`."""
+    depth = 0
+    for i in range(start, len(masked)):
+        if masked[i] == open_ch:
+            depth += 1
+        elif masked[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise RewriteError(f"unbalanced '{open_ch}' at line {_line_of(masked, start)}")
+
+
+def _kernel_expression_start(masked, end):
+    """Start of the kernel name (with namespace and template arguments) that ends at `end`."""
+    i = end
+    while i > 0 and masked[i - 1].isspace():
+        i -= 1
+    if i > 0 and masked[i - 1] == ">":
+        depth = 0
+        while i > 0:
+            i -= 1
+            if masked[i] == ">":
+                depth += 1
+            elif masked[i] == "<":
+                depth -= 1
+                if depth == 0:
+                    break
+        while i > 0 and masked[i - 1].isspace():
+            i -= 1
+    while i > 0 and (masked[i - 1].isalnum() or masked[i - 1] in "_:"):
+        i -= 1
+    return i
+
+
+def _keep_newlines(original):
+    return "\n" * original.count("\n")
+
+
+def rewrite_launches(text, masked):
+    edits = []
+    for m in re.finditer(r"<<<", masked):
+        start = _kernel_expression_start(masked, m.start())
+        kernel = text[start:m.start()].strip()
+        close = masked.find(">>>", m.end())
+        if close < 0 or not kernel:
+            raise RewriteError(f"a <<<...>>> launch without a kernel name at line {_line_of(text, m.start())}")
+        config = text[m.end():close]
+        paren = close + 3
+        while paren < len(masked) and masked[paren].isspace():
+            paren += 1
+        if paren >= len(masked) or masked[paren] != "(":
+            raise RewriteError(f"a <<<...>>> launch without arguments at line {_line_of(text, m.start())}")
+        after = paren + 1
+        while after < len(masked) and masked[after].isspace():
+            after += 1
+        separator = "" if masked[after] == ")" else ", "
+        # A generic lambda calls the kernel the way CUDA does: template arguments are deduced
+        # from the launch's arguments, which are evaluated once, at the launch.
+        call = f"[=](auto&&... emu_a) {{ {kernel}(emu_a...); }}"
+        replacement = f"::emu::TripleChevron(EMU_LAUNCH_MODE, {config})({call}{separator}"
+        original = text[start:paren + 1]
+        edits.append((start, paren + 1, replacement.replace("\n", " ") + _keep_newlines(original)))
+    return edits
+
+
+def _split_declaration(decl, line):
+    """(type, name, array suffix, alignment or None) of one __shared__ declarator."""
+    align = None
+    a = re.search(r"__align__\s*\(\s*([^)]*)\)|alignas\s*\(\s*([^)]*)\)", decl)
+    if a:
+        align = a.group(1) or a.group(2)
+        decl = decl[:a.start()] + " " + decl[a.end():]
+    decl = " ".join(decl.split())
+    depth = 0
+    for c in decl:
+        depth += c in "<([" and 1 or (c in ">)]" and -1 or 0)
+        if c == "," and depth == 0:
+            raise RewriteError(f"line {line}: declare one __shared__ variable per statement")
+    depth, bracket = 0, -1
+    for i, c in enumerate(decl):
+        if c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+        elif c == "," and depth == 0:
+            raise RewriteError(f"line {line}: declare one __shared__ variable per statement")
+        elif c == "[" and depth == 0:
+            bracket = i
+            break
+    head = decl if bracket < 0 else decl[:bracket]
+    suffix = "" if bracket < 0 else decl[bracket:]
+    m = re.search(r"([A-Za-z_]\w*)\s*$", head)
+    if not m:
+        raise RewriteError(f"line {line}: cannot read the __shared__ declaration '{decl}'")
+    return head[:m.start()].strip(), m.group(1), suffix.replace(" ", ""), align
+
+
+def rewrite_shared(text, masked):
+    edits = []
+    for m in re.finditer(r"(\bextern\s+)?\b__shared__\b", masked):
+        end = masked.find(";", m.end())
+        if end < 0:
+            raise RewriteError(f"line {_line_of(text, m.start())}: a __shared__ declaration without ';'")
+        line = _line_of(text, m.start())
+        type_, name, suffix, align = _split_declaration(text[m.end():end], line)
+        original = text[m.start():end + 1]
+        if m.group(1):
+            if suffix != "[]":
+                raise RewriteError(f"line {line}: extern __shared__ must be an array of unknown size, like name[]")
+            replacement = f"{type_}* const {name} = static_cast<{type_}*>(::emu::dynamic_shared());"
+        else:
+            full = f"{type_}{suffix}"
+            alignment = f"alignof({full})" if align is None else f"(alignof({full}) > ({align}) ? alignof({full}) : ({align}))"
+            replacement = (f"{type_} (&{name}){suffix} = *static_cast<{type_}(*){suffix}>("
+                           f"::emu::shared_slot(EMU_SHARED_KEY, sizeof({full}), {alignment}));")
+        edits.append((m.start(), end + 1, replacement + _keep_newlines(original)))
+    return edits
+
+
+def rewrite_asm(text, masked):
+    edits = []
+    for m in re.finditer(r"\b(asm|__asm__)\b(\s+(volatile|__volatile__))?\s*\(", masked):
+        close = _match_forward(masked, m.end() - 1, "(", ")")
+        body = text[m.end():close - 1]
+        original = text[m.start():close]
+        template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', body.split(":")[0]))
+        if "griddepcontrol.wait" in template:
+            replacement = "::emu::grid_dependency_wait()"
+        elif "griddepcontrol.launch_dependents" in template:
+            replacement = "::emu::trigger_dependents()"
+        elif template.strip() == "" or template.strip().startswith("prefetch"):
+            replacement = "(void)0"  # register pinning and prefetch hints: no effect on results
+        else:
+            ptx = template.strip().replace('"', "'")
+            replacement = f'static_assert(sizeof(int) == 0, "the CPU emulator does not run the inline PTX \\"{ptx}\\"")'
+        edits.append((m.start(), close, replacement + _keep_newlines(original)))
+    return edits
+
+
+def rewrite(text):
+    masked = mask_comments_and_strings(text)
+    edits = rewrite_launches(text, masked) + rewrite_shared(text, masked) + rewrite_asm(text, masked)
+    edits.sort()
+    out, pos = [], 0
+    for start, end, replacement in edits:
+        if start < pos:
+            raise RewriteError(f"overlapping constructs at line {_line_of(text, start)}")
+        out.append(text[pos:start])
+        out.append(replacement)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def main(argv):
+    args = list(argv)
+    display = None
+    if "--display-name" in args:
+        i = args.index("--display-name")
+        display = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 2:
+        print(__doc__, file=sys.stderr)
+        return 64
+    src, dst = args
+    with open(src, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        result = rewrite(text)
+    except RewriteError as e:
+        print(f"{display or src}: {e}", file=sys.stderr)
+        return 1
+    name = (display or src).replace("\\", "/").replace('"', "")
+    os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+    with open(dst, "w", encoding="utf-8") as f:
+        f.write(f'#line 1 "{name}"\n' + result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
