@@ -1,11 +1,9 @@
 /// @file launch_recorder.cpp
-/// @brief The launch hooks. They forward to libcudart's definitions, found with dlsym(RTLD_NEXT).
+/// @brief The recording the launch hooks feed: on the GPU launch_hooks.cpp, on the CPU
+/// emulator its launch observer.
 #include "launch_recorder.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace workbook {
@@ -13,16 +11,7 @@ namespace {
 
 std::vector<RecordedLaunch>* g_sink = nullptr;  ///< the live recording's list, or nullptr
 
-/// libcudart's own definition of `name`; the run cannot go on without it.
-void* real_symbol(const char* name) {
-    void* f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        std::fprintf(stderr, "wb-grader: the CUDA runtime has no %s (%s); the grader was built against another "
-                             "CUDA version\n", name, dlerror());
-        std::abort();
-    }
-    return f;
-}
+}  // namespace
 
 LaunchShape shape_of(dim3 grid, dim3 block, size_t shared, bool from_config) {
     LaunchShape s;
@@ -33,12 +22,10 @@ LaunchShape shape_of(dim3 grid, dim3 block, size_t shared, bool from_config) {
     return s;
 }
 
-void record(const LaunchShape& shape, cudaStream_t stream, cudaError_t result) {
+void record_launch(const LaunchShape& shape, cudaStream_t stream, cudaError_t result) {
     // A runaway loop of launches must not grow the list without bound.
     if (g_sink && g_sink->size() < 256) g_sink->push_back(RecordedLaunch{shape, stream, result});
 }
-
-}  // namespace
 
 LaunchRecording::LaunchRecording() { g_sink = &launches_; }
 LaunchRecording::~LaunchRecording() { stop(); }
@@ -78,37 +65,3 @@ std::string describe_stream(cudaStream_t stream) {
 
 }  // namespace workbook
 
-// --- the hooks: exported from the executable by launch_hooks.list --------------------------
-
-extern "C" {
-
-/// What `<<<grid, block, shared, stream>>>` calls (crt/host_runtime.h, CUDA 12.8 and later).
-cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared,
-                                         cudaStream_t stream) {
-    using Fn = cudaError_t(CUDARTAPI*)(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
-    static const Fn real = reinterpret_cast<Fn>(workbook::real_symbol("__cudaLaunchKernel"));
-    const cudaError_t e = real(kernel, grid, block, args, shared, stream);
-    workbook::record(workbook::shape_of(grid, block, shared, false), stream, e);
-    return e;
-}
-
-cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared,
-                                       cudaStream_t stream) {
-    using Fn = cudaError_t(CUDARTAPI*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-    static const Fn real = reinterpret_cast<Fn>(workbook::real_symbol("cudaLaunchKernel"));
-    const cudaError_t e = real(func, grid, block, args, shared, stream);
-    workbook::record(workbook::shape_of(grid, block, shared, false), stream, e);
-    return e;
-}
-
-cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
-    using Fn = cudaError_t(CUDARTAPI*)(const cudaLaunchConfig_t*, const void*, void**);
-    static const Fn real = reinterpret_cast<Fn>(workbook::real_symbol("cudaLaunchKernelExC"));
-    const cudaError_t e = real(config, func, args);
-    if (config)
-        workbook::record(workbook::shape_of(config->gridDim, config->blockDim, config->dynamicSmemBytes, true),
-                         config->stream, e);
-    return e;
-}
-
-}  // extern "C"

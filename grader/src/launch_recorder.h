@@ -41,6 +41,11 @@ private:
     bool active_ = true;
 };
 
+/// The launch as a LaunchShape.
+LaunchShape shape_of(dim3 grid, dim3 block, size_t shared, bool from_config);
+/// Adds one launch to the live recording, if there is one (the hooks call it).
+void record_launch(const LaunchShape& shape, cudaStream_t stream, cudaError_t result);
+
 /// The device's launch limits, read once.
 const LaunchLimits& device_launch_limits();
 

@@ -154,21 +154,32 @@ cudaError_t validate(const LaunchSpec& s, std::string& why) {
     return cudaSuccess;
 }
 
+namespace {
+LaunchObserver g_observer = nullptr;
+
+cudaError_t observed(const LaunchSpec& spec, cudaError_t result) {
+    if (g_observer && spec.mode == LaunchMode::fibers) g_observer(spec, result);
+    return result;
+}
+}  // namespace
+
+void set_launch_observer(LaunchObserver observer) { g_observer = observer; }
+
 cudaError_t launch(const LaunchSpec& spec, std::function<void()> body) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
-    if (g_sticky != cudaSuccess) return fail(g_sticky);
+    if (g_sticky != cudaSuccess) return observed(spec, fail(g_sticky));
     std::string why;
     const cudaError_t invalid = validate(spec, why);
     if (invalid != cudaSuccess) {
         g_fault_text = why;
-        return fail(invalid);
+        return observed(spec, fail(invalid));
     }
     auto shared_body = std::make_shared<std::function<void()>>(std::move(body));
     const cudaError_t e = issue(spec.stream, [spec, shared_body] {
         const Fault f = execute(spec, *shared_body, 0);
         if (f.code != cudaSuccess) set_pending_fault(f);
     });
-    return e;
+    return observed(spec, e);
 }
 
 }  // namespace emu

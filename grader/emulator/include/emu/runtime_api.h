@@ -34,7 +34,13 @@ enum cudaError_t : int {
     cudaErrorNotSupported = 801,
     cudaErrorStreamCaptureUnsupported = 900,
     cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureMerge = 902,
+    cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureUnjoined = 904,
+    cudaErrorStreamCaptureIsolation = 905,
     cudaErrorStreamCaptureImplicit = 906,
+    cudaErrorCapturedEvent = 907,
+    cudaErrorStreamCaptureWrongThread = 908,
     cudaErrorNoDevice = 100,
     cudaErrorUnknown = 999,
     /// Found by the emulator where the GPU would silently compute garbage or hang.
@@ -177,12 +183,17 @@ struct LaunchSpec {
     cudaStream_t stream = nullptr;
     dim3 cluster{1, 1, 1};
     bool programmatic = false;  ///< cudaLaunchAttributeProgrammaticStreamSerialization
+    bool from_config = false;   ///< launched through cudaLaunchKernelEx
     LaunchMode mode = LaunchMode::fibers;
     const void* kernel = nullptr;  ///< identifies the kernel (per-kernel attributes)
 };
 
 /// Validates the launch like the GPU, then runs (or, while capturing, records) it.
 cudaError_t launch(const LaunchSpec& spec, std::function<void()> thread_body);
+/// Called with every fiber-mode (submission) launch and the runtime's answer to it: the grader's view
+/// of what a submission asked for, as the GPU grader's launch hooks give it.
+using LaunchObserver = void (*)(const LaunchSpec& spec, cudaError_t result);
+void set_launch_observer(LaunchObserver observer);
 /// Per-kernel attribute storage (cudaFuncSetAttribute).
 cudaError_t set_func_attribute(const void* kernel, cudaFuncAttribute attr, int value);
 
@@ -226,6 +237,7 @@ cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(
     spec.block = config->blockDim;
     spec.dynamic_smem = config->dynamicSmemBytes;
     spec.stream = config->stream;
+    spec.from_config = true;
     spec.mode = EMU_LAUNCH_MODE;
     for (unsigned i = 0; i < config->numAttrs; ++i) {
         const cudaLaunchAttribute& a = config->attrs[i];
