@@ -86,8 +86,8 @@ def compile_for_emulator(lesson, source, shown):
     return lib
 
 
-def grader_command(lesson, lib, shown, args):
-    """The wb-grader-emu command line for one run."""
+def grader_command(lesson, lib, shown, args, untouched_stub=False):
+    """The wb-grader-emu command line for one run; `untouched_stub`: the file is the stub as shipped."""
     with open(CONFIG, encoding="utf-8") as f:
         cfg = json.load(f)
     cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", lib, "--source-name", shown]
@@ -96,4 +96,6 @@ def grader_command(lesson, lib, shown, args):
             cmd += [flag, str(value)]
     if os.environ.get("WORKBOOK_WATCHDOG_SECONDS"):
         cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
+    if untouched_stub:
+        cmd.append("--untouched-stub")
     return cmd

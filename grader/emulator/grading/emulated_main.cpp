@@ -13,6 +13,7 @@
 
 #include "correctness_runner.h"
 #include "emu/control.h"
+#include "failure_summary.h"
 #include "launch_guard.h"
 #include "plan_dispatch.h"
 #include "run_report.h"
@@ -33,13 +34,13 @@ struct Args {
     int lesson = 0;
     std::string student, source_name, json, filter;
     uint64_t seed = 0;
-    bool seed_given = false;
+    bool seed_given = false, untouched_stub = false;
     double watchdog = 20;
 };
 
 const char* kUsageText =
     "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
-    "                     [--cases SUBSTRING] [--watchdog SECONDS]\n"
+    "                     [--cases TEXT[,TEXT...]] [--watchdog SECONDS] [--untouched-stub]\n"
     "Normally run through ./grade, which compiles the submission for the emulator first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -57,7 +58,8 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
         else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
-        else if (arg == "--cases") { if (!(v = value("a substring"))) return false; a.filter = v; }
+        else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
+        else if (arg == "--untouched-stub") a.untouched_stub = true;
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
         else if (arg == "--seed") {
             if (!(v = value("a number"))) return false;
@@ -84,7 +86,7 @@ std::vector<CaseResult> set_aside_large_cases(LessonPlan& plan, const std::strin
     std::vector<CaseResult> not_run;
     std::vector<Case> kept;
     for (Case& c : plan.cases) {
-        if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+        if (!case_selected(filter, c.name)) continue;
         if (c.elements > kMaxEmulatedElements) {
             CaseResult r{c.name, c.what, false, true, ""};
             r.detail = "not run on the CPU emulator: " + std::to_string(c.elements) +
@@ -143,7 +145,9 @@ int grade(const Args& args) {
         // The reference is only timed, never run for correctness: the student stands in for it.
         LessonPlan plan = make_plan(args.lesson, *student, student.get(), options);
         const std::vector<CaseResult> not_run = set_aside_large_cases(plan, args.filter);
-        std::printf("\ncorrectness: %zu case(s), each run with fresh inputs\n", plan.cases.size());
+        size_t selected = 0;
+        for (const Case& c : plan.cases) selected += case_selected(args.filter, c.name);
+        std::printf("\ncorrectness: %zu case(s), drawn from the seed\n", selected);
         std::fflush(stdout);
         const std::string fatal = run_cases(plan, report.seed, args.filter, false, report);
         for (const CaseResult& c : not_run) {
@@ -171,6 +175,12 @@ int grade(const Args& args) {
             report.verdict = "fail-correctness";
             report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
             std::printf("\n%zu of %zu case(s) failed (%s).\n", failed, ran, kLabel);
+            const std::string stub = stub_notice(report.cases, args.untouched_stub);
+            if (!stub.empty()) {
+                report.still_stub = true;
+                report.reason = stub;
+                std::printf("%s\n", stub.c_str());
+            }
             return finish(report, args, kFailCorrectness);
         }
         report.reason = kLabel;
