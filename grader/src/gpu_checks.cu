@@ -63,7 +63,7 @@ WB_HD inline double expected_value(const OracleProblem& p, OutputKind kind, int6
     *scale = 0.0;
     switch (kind) {
         case OutputKind::rounded_sum: return oracle_sum_input<T>(p, r, c);
-        case OutputKind::rstd: *scale = rstd_scale(st.mean, st.rstd); return st.rstd;
+        case OutputKind::rstd: *scale = rstd_scale(st.mean_abs, st.rstd); return st.rstd;
         case OutputKind::normalised_scaled: *scale = oracle_output_scale<T>(p, r, c, st); return oracle_output<T>(p, r, c, st);
         default: return oracle_output<T>(p, r, c, st.rstd);
     }

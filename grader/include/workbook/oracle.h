@@ -33,10 +33,12 @@ struct OracleProblem {
     bool bias_f32 = false;    ///< the bias is stored as fp32, not as T
 };
 
-/// A row's statistics: its mean (0 for RMSNorm) and 1 / sqrt(var + eps) (the rstd output).
+/// A row's statistics: its mean (0 for RMSNorm), 1 / sqrt(var + eps) (the rstd output), and
+/// for LayerNorm the mean of |s|, the size an fp32 sum of the row's elements is accurate to.
 struct RowStats {
     double mean;
     double rstd;
+    double mean_abs = 0.0;
 };
 
 /// The exact pre-norm value s(row, col) in fp64, from inputs rounded to T.
@@ -50,17 +52,22 @@ WB_HD inline double oracle_sum_input(const OracleProblem& p, int64_t row, int64_
 /// The row's mean and 1 / sqrt(mean((s - mean)^2) + eps), two passes in fp64; mean = 0 for RMSNorm.
 template <typename T>
 WB_HD inline RowStats oracle_row_stats(const OracleProblem& p, int64_t row) {
-    double mean = 0.0;
+    double mean = 0.0, mean_abs = 0.0;
     if (p.layer_norm) {
-        for (int64_t c = 0; c < p.cols; ++c) mean += oracle_sum_input<T>(p, row, c);
+        for (int64_t c = 0; c < p.cols; ++c) {
+            const double s = oracle_sum_input<T>(p, row, c);
+            mean += s;
+            mean_abs += s < 0 ? -s : s;
+        }
         mean /= static_cast<double>(p.cols);
+        mean_abs /= static_cast<double>(p.cols);
     }
     double acc = 0.0;
     for (int64_t c = 0; c < p.cols; ++c) {
         const double d = oracle_sum_input<T>(p, row, c) - mean;
         acc += d * d;
     }
-    return {mean, 1.0 / sqrt(acc / static_cast<double>(p.cols) + p.eps)};
+    return {mean, 1.0 / sqrt(acc / static_cast<double>(p.cols) + p.eps), mean_abs};
 }
 
 /// 1 / sqrt(mean(s^2) + eps) of one row, accumulated in fp64 (the rstd of oracle_row_stats).
@@ -90,16 +97,17 @@ WB_HD inline double oracle_output(const OracleProblem& p, int64_t row, int64_t c
 }
 
 /// The magnitude the accumulation error of y(row, col) scales with:
-/// (|s| + |mean|) * rstd * |weight| + |bias|, the size of the terms before they cancel. For
-/// RMSNorm without a bias it is |y| itself; for LayerNorm it is larger where the mean is large
-/// beside the spread (an honest fp32 mean carries an error relative to |s|, not to |s - mean|),
-/// and with a bias it does not vanish where x̂ · w and the bias cancel.
+/// (|s| + mean(|s|)) * rstd * |weight| + |bias|, the size of the terms before they cancel. For
+/// RMSNorm without a bias it is |y| itself. For LayerNorm an honest fp32 mean is off by a few
+/// ulps of the row's magnitudes, mean(|s|), whatever |s - mean| is: where the mean is large beside
+/// the spread, and where s is close to the mean, that error dominates. With a bias the scale does
+/// not vanish where x̂ · w and the bias cancel.
 template <typename T>
 WB_HD inline double oracle_output_scale(const OracleProblem& p, int64_t row, int64_t col, RowStats st) {
     const double w = oracle_param<T>(p.weight, p.weight_f32, col, p.cols);
     const double b = p.has_bias ? oracle_param<T>(p.bias, p.bias_f32, col, p.cols) : 0.0;
     const double s = oracle_sum_input<T>(p, row, col);
-    const double terms = ((s < 0 ? -s : s) + (st.mean < 0 ? -st.mean : st.mean)) * st.rstd * (w < 0 ? -w : w);
+    const double terms = ((s < 0 ? -s : s) + st.mean_abs) * st.rstd * (w < 0 ? -w : w);
     return terms + (b < 0 ? -b : b);
 }
 

@@ -52,33 +52,34 @@ inline Tolerance rounded_sum_tolerance(DType t) {
 
 /**
  * Tolerance of lesson 9's y, which may carry a bias and subtract a mean. The two error sources
- * are kept apart: the output's rounding, (2 + extra) ulp(T) of |y|; and the fp32 arithmetic
- * (mean, variance, x̂ · w + b), accumulation_ulps(cols) fp32 ulps of (|s| + |mean|) · rstd · |w| + |b|,
- * the size of the terms before they cancel. For RMSNorm without a bias that scale is |y| and the
- * rule is output_tolerance's. An honest fp32 mean of values near 1000 is off by about 1e-4,
- * which the scale term admits; a mean rounded to bf16 is off by up to 4, which it does not.
+ * are kept apart: the output's rounding, 2 ulp(T) of |y|; and the fp32 arithmetic (mean,
+ * variance, x̂ · w + b), accumulation_ulps(cols) fp32 ulps of (|s| + mean|s|) · rstd · |w| + |b|,
+ * the size of the terms before they cancel (mean|s|: the row's mean magnitude, LayerNorm only).
+ * For RMSNorm without a bias that scale is |y| and the rule is output_tolerance's. An honest
+ * fp32 mean is off by a few ulps of mean|s|: about 1e-4 for values near 1000, which the scale
+ * term admits; a mean rounded to bf16 is off by up to 4, which it does not.
  * `rounded_sum_ulps`: ulps of T at the same scale, for a y normalised from the rounded
  * residual_out (the contract allows it).
  */
 inline Tolerance norm_output_tolerance(DType t, int64_t cols, int rounded_sum_ulps = 0) {
     const double abs = t == DType::f16 ? std::ldexp(1.0, -23) : 1e-30;
     return {2.0 * dtype_ulp(t), abs, accumulation_ulps(cols) * dtype_ulp(DType::f32) + rounded_sum_ulps * dtype_ulp(t),
-            "(|s|+|mean|)*rstd*|w| + |b|"};
+            "(|s|+mean|s|)*rstd*|w| + |b|"};
 }
 
 /// Tolerance of lesson 9's rstd (stored in fp32): the fp32 reduction's drift plus two ulps,
 /// `rounded_sum_ulps` units of T when the rows may be normalised from the rounded residual_out,
-/// and, through the scale rstd · (|mean| · rstd)², the second-order effect of an fp32 mean's own
+/// and, through the scale rstd · (mean|s| · rstd)², the second-order effect of an fp32 mean's own
 /// error on the variance about it (visible at mean/spread near 1000; 0 for RMSNorm).
 inline Tolerance rstd_tolerance(DType t, int64_t cols, int rounded_sum_ulps = 0) {
     const double drift = accumulation_ulps(cols) * dtype_ulp(DType::f32);
     return {2.0 * dtype_ulp(DType::f32) + drift + rounded_sum_ulps * dtype_ulp(t), 1e-30, drift * drift,
-            "rstd*(|mean|*rstd)^2"};
+            "rstd*(mean|s|*rstd)^2"};
 }
 
-/// The scale of an rstd for rstd_tolerance: rstd · (|mean| · rstd)².
-WB_HD inline double rstd_scale(double mean, double rstd) {
-    const double m = (mean < 0 ? -mean : mean) * rstd;
+/// The scale of an rstd for rstd_tolerance: rstd · (mean|s| · rstd)².
+WB_HD inline double rstd_scale(double mean_abs, double rstd) {
+    const double m = mean_abs * rstd;
     return (rstd < 0 ? -rstd : rstd) * m * m;
 }
 
