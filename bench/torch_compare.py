@@ -17,6 +17,9 @@ Lessons and their shapes:
   6  q of a fused qkv tensor, [tokens, 32 heads, 128] with token stride (32 + 2*8)*128,
      and the same heads contiguous
   8  the long rows: 65536, 131072 and 262144 cols
+  9  the production norm, each option the gate times (bench/production_norm.py): plain RMSNorm,
+     bias + rstd, residual in/out (in place), fp32 weight, LayerNorm + bias (F.layer_norm),
+     LayerNorm + bias + rstd (native_layer_norm), on the 2-D seed shapes up to 65536 cols
 
 Timing: each call is captured once into a CUDA graph and the graph is replayed, so host
 time (Python, the dispatcher, a compiled function's guards) is not counted: these are GPU
@@ -48,6 +51,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+import production_norm as l9
 
 EPS = 1e-6
 
@@ -192,6 +197,41 @@ def check_close(name, got, want):
                          f"{int(bad.sum())} elements")
 
 
+def lesson9_shape(bench, ref, compiled, variant, rows, cols, dt, dname, no_compile):
+    """One lesson 9 option at one shape: the reference, eager PyTorch and torch.compile."""
+    layer, bias, rstd, residual, w32, eager, _ = l9.VARIANTS[variant]
+    es = torch.finfo(dt).bits // 8
+    x = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+    w = fill(torch.empty(cols, dtype=torch.float32 if w32 else dt, device="cuda"))
+    b = fill(torch.empty(cols, dtype=dt, device="cuda")) if bias else None
+    r = fill(torch.empty(rows, cols, dtype=dt, device="cuda")) if residual else None
+    rs = torch.empty(rows, dtype=torch.float32, device="cuda") if rstd else None
+    torch._dynamo.mark_dynamic(x, 0)
+    if r is not None:
+        torch._dynamo.mark_dynamic(r, 0)
+    torch_args = [t for t in (x, r, w, b) if t is not None] + [EPS]
+    shape = f"{variant}_{rows}x{cols}"
+    # Checked out of place first; timed in place for the residual form, as models call it.
+    y = torch.empty_like(x)
+    rout = torch.empty_like(r) if residual else None
+    launch = ref.bind(EPS, layer, x, w, y, residual=r, bias=b, residual_out=rout, rstd=rs)
+    launch()
+    want = eager(*torch_args)
+    check_close(f"lesson 9 {shape} {dname} y", y, want[0])
+    if rstd:
+        check_close(f"lesson 9 {shape} {dname} rstd", rs, want[1])
+    if residual:
+        check_close(f"lesson 9 {shape} {dname} residual_out", rout, want[1])
+        launch = ref.bind(EPS, layer, x, w, x, residual=r, bias=b, residual_out=r, rstd=rs)
+    del want
+    impls = [("reference", launch), ("eager", lambda: eager(*torch_args))]
+    if not no_compile:
+        impls.append(("compile", lambda: compiled(*torch_args)))
+    bench.shape(9, shape, dname, l9.bytes_moved(rows, cols, es, layer, bias, rstd, residual, w32), impls)
+    ref.close()
+    del x, w, b, r, rs, y, rout
+
+
 class Bench:
     """One shape at a time: every implementation, a second reference run and a copy of
     the same bytes, timed interleaved; the two reference runs give the noise band."""
@@ -232,7 +272,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
-    ap.add_argument("--lessons", default="4,5,6,8", help="comma-separated subset of 4,5,6,8")
+    ap.add_argument("--lessons", default="4,5,6,8,9", help="comma-separated subset of 4,5,6,8,9")
+    ap.add_argument("--variants", default=",".join(l9.VARIANTS),
+                    help="lesson 9's options to time, comma-separated subset of " + ",".join(l9.VARIANTS))
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
     ap.add_argument("--samples", type=int, default=25, help="timed samples per measurement (>= 20)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
@@ -245,13 +287,18 @@ def main():
     if args.samples < 20:
         ap.error("--samples must be at least 20")
     lessons = {int(v) for v in args.lessons.split(",") if v}
-    if not lessons <= {4, 5, 6, 8}:
-        ap.error("--lessons takes a subset of 4,5,6,8")
+    if not lessons <= {4, 5, 6, 8, 9}:
+        ap.error("--lessons takes a subset of 4,5,6,8,9")
+    variants = [v for v in args.variants.split(",") if v]
+    for v in variants:
+        if v not in l9.VARIANTS:
+            ap.error(f"unknown lesson 9 variant {v}")
     dtypes = [d for d in args.dtypes.split(",") if d]
     for d in dtypes:
         if d not in DTYPES:
             ap.error(f"unknown dtype {d}")
-    refs = {n: Reference(args.workbook, n) for n in sorted(lessons)}
+    refs = {n: Reference(args.workbook, n) for n in sorted(lessons - {9})}
+    ref9 = l9.Reference(args.workbook) if 9 in lessons else None
 
     # One compilation per row length; the row count stays symbolic.
     # Each row length is a recompilation: raise the limits (named differently across releases).
@@ -265,6 +312,7 @@ def main():
     # The per-head norm gets its own compiled function, so its 3-D shapes never share a
     # cache (or its limits) with the 2-D rows above.
     compiled_heads = torch.compile(rms_norm_formula, fullgraph=True)
+    compiled9 = {v: torch.compile(l9.VARIANTS[v][6], fullgraph=True) for v in variants}
 
     bench = Bench(args)
     torch.manual_seed(0)
@@ -334,6 +382,11 @@ def main():
                         impls.append(("compile", lambda: compiled_heads(src, w)))
                     bench.shape(6, shape, dname, nbytes, impls)
                 del qkv, q, qc, out
+        if ref9 is not None:
+            for rows, cols in SEED_SHAPES:
+                if cols <= LESSON4_MAX_COLS:
+                    for v in variants:
+                        lesson9_shape(bench, ref9, compiled9[v], v, rows, cols, dt, dname, args.no_compile)
 
     result = {
         "gpu": torch.cuda.get_device_name(),

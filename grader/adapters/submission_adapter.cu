@@ -23,8 +23,12 @@ namespace wa = workbook::api;
     static const wa::Lesson##n table{wa::kVersion, WORKBOOK_TYPED(workbook::lesson##n::fused_add_rmsnorm)}
 #elif WORKBOOK_LESSON == 6
 #define WORKBOOK_TABLE(n) static const wa::Lesson##n table{wa::kVersion, WORKBOOK_TYPED(workbook::lesson##n::qk_rmsnorm)}
+#elif WORKBOOK_LESSON == 9
+#define WORKBOOK_TABLE(n)                                                                                      \
+    static const wa::Lesson##n table{wa::kVersion, &workbook::lesson9::norm_create, &workbook::lesson9::norm_launch, \
+                                     &workbook::lesson9::norm_destroy}
 #else
-#error "WORKBOOK_LESSON must be 2 to 8 for a CUDA submission"
+#error "WORKBOOK_LESSON must be 2 to 9 for a CUDA submission"
 #endif
 
 #define WORKBOOK_EXPORT_TABLE(n)                                                  \

@@ -28,7 +28,7 @@ struct CallTensors {
             if (role.alias_of >= 0) {
                 owned.push_back(owned.at(role.alias_of));
             } else {
-                owned.push_back(std::make_shared<DeviceTensor>(call.dtype, role.layout, role.misalign));
+                owned.push_back(std::make_shared<DeviceTensor>(call.dtype_of(owned.size()), role.layout, role.misalign));
             }
             data.push_back(owned.back()->data());
         }
@@ -71,9 +71,10 @@ std::string check_call(const GpuCall& call, CallTensors& t, cudaStream_t stream)
 
 double bytes_moved(const GpuCall& call) {
     double bytes = 0;
-    for (const TensorRole& r : call.tensors) {
+    for (size_t i = 0; i < call.tensors.size(); ++i) {
+        const TensorRole& r = call.tensors[i];
         const double elems = r.spec.per_col && r.is_input ? r.layout.cols : double(r.layout.rows) * r.layout.cols;
-        bytes += elems * dtype_size(call.dtype);
+        bytes += elems * dtype_size(call.dtype_of(i));
     }
     return bytes;
 }
@@ -82,6 +83,10 @@ CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& c
     cudaStream_t stream = grader_stream();
     CallTensors t(call);
     t.prepare(call, stream);
+    if (call.bind) {
+        const std::string refused = call.bind(t.data);
+        if (!refused.empty()) return CaseOutcome::fail(refused, FailureCause::launch);
+    }
     const bool empty = call.problem.rows == 0;
     const LaunchReport launch =
         run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
@@ -235,6 +240,10 @@ public:
             calls_.push_back(build(seed));
             tensors_.push_back(std::make_unique<CallTensors>(calls_.back()));
             tensors_.back()->prepare(calls_.back(), stream);
+            if (calls_.back().bind) {
+                const std::string refused = calls_.back().bind(tensors_.back()->data);
+                if (!refused.empty()) throw std::runtime_error(refused);
+            }
         }
         WB_CUDA_CHECK(cudaStreamSynchronize(stream));
         WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -296,6 +305,10 @@ int profile_launch(const CallBuilder& build) {
     const GpuCall call = build(0x5eed5eedull);
     CallTensors t(call);
     t.prepare(call, stream);
+    if (call.bind) {
+        const std::string refused = call.bind(t.data);
+        if (!refused.empty()) throw std::runtime_error(refused);
+    }
     WB_CUDA_CHECK(cudaDeviceSynchronize());
     LaunchRecording recording;
     WB_CUDA_CHECK(cudaProfilerStart());

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct TensorRole {
     OutputKind kind = OutputKind::normalised;
     int extra_ulps = 0;
     bool check_unchanged = true;  ///< inputs only: false where the call's own producer rewrites it
+    std::optional<DType> dtype;   ///< how this tensor is stored, when not the call's dtype (lesson 9)
 };
 
 /// A fully described call: the oracle's problem, the tensors, and how to call the submission.
@@ -34,6 +36,13 @@ struct GpuCall {
     std::vector<TensorRole> tensors;
     /// Calls the submission with the tensors' data pointers, in `tensors` order.
     std::function<cudaError_t(const std::vector<void*>& data, cudaStream_t stream)> launch;
+    /// Optional: called once with the tensors' pointers before the first launch, outside any
+    /// capture (lesson 9 creates its descriptor here). A non-empty answer fails the case with
+    /// that message and cause `launch`.
+    std::function<std::string(const std::vector<void*>& data)> bind;
+
+    /// How tensor `i` is stored.
+    DType dtype_of(size_t i) const { return tensors[i].dtype.value_or(dtype); }
 };
 
 /// Builds the call for one repetition's seed.

@@ -51,22 +51,36 @@ struct DeviceStats {
 
 /// Deliberately naive fp64 oracle: one thread walks one whole row.
 template <typename T>
-__global__ void oracle_inv_rms_kernel(OracleProblem p, double* inv) {
+__global__ void oracle_stats_kernel(OracleProblem p, RowStats* stats) {
     for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < p.rows; r += int64_t(gridDim.x) * blockDim.x)
-        inv[r] = oracle_inv_rms<T>(p, r);
+        stats[r] = oracle_row_stats<T>(p, r);
 }
 
-template <typename T, typename Bits>
-__global__ void compare_kernel(OracleProblem p, Layout layout, const T* y, const double* inv, OutputKind kind,
-                               Tolerance tol, DeviceStats* stats) {
-    const int64_t n = p.rows * p.cols;
+/// The expected value of element (r, c) of an output, and the scale its accumulation error grows with.
+template <typename T>
+WB_HD inline double expected_value(const OracleProblem& p, OutputKind kind, int64_t r, int64_t c, RowStats st,
+                                   double* scale) {
+    *scale = 0.0;
+    switch (kind) {
+        case OutputKind::rounded_sum: return oracle_sum_input<T>(p, r, c);
+        case OutputKind::rstd: *scale = rstd_scale(st.mean_abs, st.rstd); return st.rstd;
+        case OutputKind::normalised_scaled: *scale = oracle_output_scale<T>(p, r, c, st); return oracle_output<T>(p, r, c, st);
+        default: return oracle_output<T>(p, r, c, st.rstd);
+    }
+}
+
+/// T: the activations' type (the inputs' rounding); S: how the output is stored.
+template <typename T, typename S, typename Bits>
+__global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, const S* y, const RowStats* row_stats,
+                               OutputKind kind, Tolerance tol, DeviceStats* stats) {
+    const int64_t n = p.rows * cols;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t r = i / p.cols, c = i % p.cols;
-        const T v = y[layout.offset(r, c)];
-        const double got = Elem<T>::to_float(v);
-        const double expected =
-            kind == OutputKind::normalised ? oracle_output<T>(p, r, c, inv[r]) : oracle_sum_input<T>(p, r, c);
-        if (!within(expected, got, tol)) {
+        const int64_t r = i / cols, c = i % cols;
+        const S v = y[layout.offset(r, c)];
+        const double got = Elem<S>::to_float(v);
+        double scale = 0.0;
+        const double expected = expected_value<T>(p, kind, r, c, row_stats[r], &scale);
+        if (!within(expected, got, tol, scale)) {
             atomicAdd(&stats->bad, 1ull);
             if (*reinterpret_cast<const Bits*>(&v) == static_cast<Bits>(~Bits(0))) atomicAdd(&stats->unwritten, 1ull);
             atomicMin(&stats->first, static_cast<unsigned long long>(i));
@@ -159,42 +173,59 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
     WB_CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+Tolerance tolerance_for(OutputKind kind, DType dtype, int64_t cols, int extra_ulps) {
+    switch (kind) {
+        case OutputKind::rounded_sum: return rounded_sum_tolerance(dtype);
+        case OutputKind::normalised_scaled: return norm_output_tolerance(dtype, cols, extra_ulps);
+        case OutputKind::rstd: return rstd_tolerance(dtype, cols, extra_ulps);
+        default: return output_tolerance(dtype, cols, extra_ulps);
+    }
+}
+}  // namespace
+
 CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTensor& y, OutputKind kind,
                              int extra_ulps, cudaStream_t stream) {
     CompareResult result;
-    result.tol = kind == OutputKind::normalised ? output_tolerance(dtype, p.cols, extra_ulps)
-                                                : rounded_sum_tolerance(dtype);
+    result.tol = tolerance_for(kind, dtype, p.cols, extra_ulps);
     if (p.rows == 0) return result;
-    result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.cols);
+    // rstd has one element per row; every other output one per (row, col).
+    const int64_t cols = kind == OutputKind::rstd ? 1 : p.cols;
+    result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(cols);
     StatsBuffer stats(stream);
-    double* inv = nullptr;
-    WB_CUDA_CHECK(cudaMallocAsync(&inv, sizeof(double) * p.rows, stream));
+    RowStats* row_stats = nullptr;
+    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * p.rows, stream));
     with_type(dtype, [&](auto tag) {
         using T = decltype(tag);
-        oracle_inv_rms_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, inv);
-        compare_kernel<T, BitsOf<T>><<<grid_for(p.rows * p.cols), kThreads, 0, stream>>>(
-            p, y.layout(), static_cast<const T*>(y.data()), inv, kind, result.tol, stats.get());
+        oracle_stats_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, row_stats);
+        with_type(y.dtype(), [&](auto stored) {
+            using S = decltype(stored);
+            compare_kernel<T, S, BitsOf<S>><<<grid_for(p.rows * cols), kThreads, 0, stream>>>(
+                p, cols, y.layout(), static_cast<const S*>(y.data()), row_stats, kind, result.tol, stats.get());
+        });
     });
     WB_CUDA_CHECK(cudaGetLastError());
-    WB_CUDA_CHECK(cudaFreeAsync(inv, stream));
+    WB_CUDA_CHECK(cudaFreeAsync(row_stats, stream));
     const DeviceStats s = stats.read();
     result.bad = s.bad;
     result.unwritten = s.unwritten;
     if (s.bad == 0) return result;
-    result.first_row = static_cast<int64_t>(s.first / p.cols);
-    result.first_col = static_cast<int64_t>(s.first % p.cols);
+    result.first_row = static_cast<int64_t>(s.first / cols);
+    result.first_col = static_cast<int64_t>(s.first % cols);
     // Recompute the first wrong element on the CPU: the report does not rest on the GPU oracle alone.
     with_type(dtype, [&](auto tag) {
         using T = decltype(tag);
-        T v;
-        const auto* src = static_cast<const T*>(y.data()) + y.layout().offset(result.first_row, result.first_col);
-        WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
-        result.got = Elem<T>::to_float(v);
-        result.first_unwritten = *reinterpret_cast<const BitsOf<T>*>(&v) == static_cast<BitsOf<T>>(~BitsOf<T>(0));
-        result.expected = kind == OutputKind::normalised
-                              ? oracle_output<T>(p, result.first_row, result.first_col,
-                                                 oracle_inv_rms<T>(p, result.first_row))
-                              : oracle_sum_input<T>(p, result.first_row, result.first_col);
+        with_type(y.dtype(), [&](auto stored) {
+            using S = decltype(stored);
+            S v;
+            const auto* src = static_cast<const S*>(y.data()) + y.layout().offset(result.first_row, result.first_col);
+            WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
+            result.got = Elem<S>::to_float(v);
+            result.first_unwritten = *reinterpret_cast<const BitsOf<S>*>(&v) == static_cast<BitsOf<S>>(~BitsOf<S>(0));
+            double scale = 0.0;
+            result.expected = expected_value<T>(p, kind, result.first_row, result.first_col,
+                                                oracle_row_stats<T>(p, result.first_row), &scale);
+        });
     });
     return result;
 }
@@ -288,18 +319,25 @@ std::string self_check_gpu_oracle(cudaStream_t stream) {
     p.weight = ValueSpec{12345, 1, 0.25f, 2.0f, true};
     p.has_residual = true;
     p.residual = ValueSpec{12345, 2, 0.0f, 1.0f};
-    std::vector<double> gpu(p.rows);
-    double* inv = nullptr;
-    WB_CUDA_CHECK(cudaMalloc(&inv, sizeof(double) * p.rows));
-    oracle_inv_rms_kernel<__half><<<1, kThreads, 0, stream>>>(p, inv);
-    WB_CUDA_CHECK(cudaGetLastError());
-    WB_CUDA_CHECK(cudaMemcpyAsync(gpu.data(), inv, sizeof(double) * p.rows, cudaMemcpyDeviceToHost, stream));
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    WB_CUDA_CHECK(cudaFree(inv));
-    for (int64_t r = 0; r < p.rows; ++r) {
-        const double cpu = oracle_inv_rms<__half>(p, r);
-        if (!(std::fabs(gpu[r] - cpu) <= 1e-12 * std::fabs(cpu)))
-            return "the GPU oracle disagrees with the CPU oracle at row " + std::to_string(r);
+    // The RMSNorm problem, then a LayerNorm one whose rows have a mean far from zero.
+    for (int layer = 0; layer < 2; ++layer) {
+        p.layer_norm = layer == 1;
+        p.x.offset = layer == 1 ? 100.0f : 0.0f;
+        std::vector<RowStats> gpu(p.rows);
+        RowStats* stats = nullptr;
+        WB_CUDA_CHECK(cudaMalloc(&stats, sizeof(RowStats) * p.rows));
+        oracle_stats_kernel<__half><<<1, kThreads, 0, stream>>>(p, stats);
+        WB_CUDA_CHECK(cudaGetLastError());
+        WB_CUDA_CHECK(cudaMemcpyAsync(gpu.data(), stats, sizeof(RowStats) * p.rows, cudaMemcpyDeviceToHost, stream));
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        WB_CUDA_CHECK(cudaFree(stats));
+        for (int64_t r = 0; r < p.rows; ++r) {
+            const RowStats cpu = oracle_row_stats<__half>(p, r);
+            if (!(std::fabs(gpu[r].rstd - cpu.rstd) <= 1e-12 * std::fabs(cpu.rstd)) ||
+                !(std::fabs(gpu[r].mean - cpu.mean) <= 1e-12 * (1.0 + std::fabs(cpu.mean))))
+                return std::string("the GPU oracle disagrees with the CPU oracle (") + (layer ? "LayerNorm" : "RMSNorm") +
+                       ") at row " + std::to_string(r);
+        }
     }
     return "";
 }

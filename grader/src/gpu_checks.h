@@ -20,9 +20,16 @@ void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t strea
 void poison_output(const DeviceTensor& t, cudaStream_t stream);
 
 /// Which output of the problem a tensor holds.
-enum class OutputKind { normalised, rounded_sum };
+enum class OutputKind {
+    normalised,         ///< y, judged by output_tolerance
+    rounded_sum,        ///< residual_out: s rounded to T
+    normalised_scaled,  ///< lesson 9's y (mean, bias, fp32 parameters), judged by norm_output_tolerance
+    rstd,               ///< lesson 9's rstd: one fp32 value per row (the tensor's cols is 1)
+};
 
-/// Compares `y` with the oracle on every row. `extra_ulps` widens the output tolerance.
+/// Compares an output with the oracle on every row. `dtype` is the activations' type (the
+/// inputs' rounding); the tensor's own dtype is how the output is stored. `extra_ulps` widens
+/// the output tolerance.
 CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTensor& y, OutputKind kind,
                              int extra_ulps, cudaStream_t stream);
 

@@ -64,6 +64,15 @@ inline ValueSpec input_spec(InputKind kind, uint64_t seed, uint32_t tensor, int6
     return s;
 }
 
+/// Rows whose mean is large beside their spread, LayerNorm's hard case, as far as T resolves
+/// it: mean 1000, spread ±2 in f32 and f16; in bf16 (8 significant bits) mean 256, spread ±16.
+/// One-pass E[s²] − E[s]² fails here in f32 and f16, a mean rounded to T in f16 and bf16.
+inline void make_large_mean(ValueSpec& s, DType t) {
+    s.offset = t == DType::bf16 ? 256.0f : 1000.0f;
+    s.lo = 0.0f;
+    s.hi = t == DType::bf16 ? 16.0f : 2.0f;
+}
+
 /// The weight: magnitudes in [0.25, 2), random signs, one value per column.
 inline ValueSpec weight_spec(uint64_t seed) {
     ValueSpec s;
@@ -88,6 +97,7 @@ auto typed_entry(const Table& table, DType dtype, Wrap&& wrap) {
 LessonPlan rows_plan(int lesson, const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan fused_add_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan production_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan cpu_plan(const Submission& student);
 

@@ -17,6 +17,7 @@ constexpr LessonInfo kLessons[] = {
     {6, "06-qk-norm", true, 0, 0.8},
     {7, "07-pdl", true, 90, 0.8},
     {8, "08-cluster", true, 90, 0.8},
+    {9, "09-production-norm", true, 0, 0.8},
 };
 }  // namespace
 

@@ -112,7 +112,15 @@ def compile_source(lesson, source):
         content = f.read()
     adapter = cfg["adapter_cpp"] if lesson.number == 1 else cfg["adapter_cu"]
     with open(adapter, "rb") as f:
-        key = hashlib.sha256(content + f.read() + cfg["cuda_architectures"].encode()).hexdigest()[:16]
+        built_with = f.read()
+    # The headers a submission is compiled against (lesson 9's contract types among them): a
+    # change there changes the library's layout, so it must not reuse a cached build.
+    for header in ("lesson_api.h", "production_norm.h"):
+        path = os.path.join(cfg["include_dir"], "workbook", header)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                built_with += f.read()
+    key = hashlib.sha256(content + built_with + cfg["cuda_architectures"].encode()).hexdigest()[:16]
     out_dir = os.path.join(BUILD_DIR, "submissions")
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{lesson.name}-{key}.so")

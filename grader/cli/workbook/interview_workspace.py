@@ -11,12 +11,36 @@ def _includes(lesson):
     return ["#include <cstdint>", "#include <cmath>"]
 
 
+def _body(statement):
+    """An empty body for the declaration `statement` (its text up to the closing parenthesis)."""
+    if re.search(r"\bvoid\s+\w+\s*\($", statement.split("(")[0] + "(", flags=re.M):
+        return " {\n    // Your implementation.\n}"
+    if re.search(r"\bcudaError_t\s+\w+\s*\($", statement.split("(")[0] + "(", flags=re.M):
+        return " {\n    // Your implementation.\n    return cudaErrorNotYetImplemented;\n}"
+    return " {\n    // Your implementation.\n    return {};\n}"
+
+
 def entry_point_stub(lesson):
-    """The contract with empty bodies: it compiles and fails every case."""
-    decl = contract(lesson)
-    is_void = re.search(r"^\s*void\s+\w+\(", decl, flags=re.M) is not None
-    body = " {\n    // Your implementation.\n" + ("}" if is_void else "    return cudaErrorNotYetImplemented;\n}")
-    return re.sub(r"\);\s*\n\}\s*$", ")" + body + "\n\n}  // namespace", decl.rstrip() + "\n", flags=re.S)
+    """The contract with empty bodies: it compiles and fails every case.
+
+    Every function declared in the contract gets a body (lesson 9 declares three); the last one
+    also closes the namespace.
+    """
+    decl = contract(lesson).rstrip() + "\n"
+    ends = [m for m in re.finditer(r"\);[ \t]*(//[^\n]*)?(?=\n)", decl)]
+    out, pos = [], 0
+    for i, m in enumerate(ends):
+        start = max(decl.rfind(ch, 0, m.start()) for ch in ";{}") + 1
+        body = _body(decl[start:m.start() + 1])
+        out.append(decl[pos:m.start()] + ")" + body)
+        pos = m.end()
+        if i == len(ends) - 1:
+            rest = decl[pos:]
+            if re.fullmatch(r"\s*\n\}\s*", rest):
+                out.append("\n\n}  // namespace")
+                pos = len(decl)
+    out.append(decl[pos:])
+    return "".join(out)
 
 
 def extension(lesson):

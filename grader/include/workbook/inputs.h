@@ -62,6 +62,7 @@ struct ValueSpec {
     int64_t zero_period = 0;  ///< rows with row % zero_period == 1 are all zero (0: none)
     int64_t nan_row = -1;     ///< this (row, nan_col) element is NaN (-1: none)
     int64_t nan_col = 0;
+    float offset = 0.0f;      ///< added to every value: a row mean far from zero (LayerNorm's hard case)
 };
 
 /// A quiet NaN, built without host-only or device-only intrinsics.
@@ -99,7 +100,8 @@ WB_HD inline float raw_value(const ValueSpec& s, int64_t row, int64_t col, int64
     const uint64_t h = mix64(s.seed ^ mix64(0x5bd1e995ull * (s.tensor + 1) + index));
     const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);  // 24 random bits in [0, 1)
     const float magnitude = s.lo + (s.hi - s.lo) * u;
-    return (h & 1) ? -magnitude : magnitude;
+    const float signed_value = (h & 1) ? -magnitude : magnitude;
+    return s.offset == 0.0f ? signed_value : s.offset + signed_value;
 }
 
 /// Conversions between T and float that work in host and device code.

@@ -23,6 +23,8 @@ struct __nv_bfloat16;
 #include <cuda_runtime.h>
 #endif
 
+#include "workbook/production_norm.h"
+
 namespace workbook::api {
 
 /// Bumped whenever a table below changes shape; the grader refuses a mismatch.
@@ -86,6 +88,15 @@ struct Lesson7 {
     PdlFn<float> f32;
     PdlFn<__half> f16;
     PdlFn<__nv_bfloat16> bf16;
+};
+
+/// Lesson 9: the production norm behind a descriptor (types in production_norm.h). One table
+/// for every dtype: the types are chosen at run time, inside the descriptor.
+struct Lesson9 {
+    int version;
+    lesson9::Status (*create)(const lesson9::NormProblem& problem, lesson9::NormDescriptor** out);
+    cudaError_t (*launch)(const lesson9::NormDescriptor* desc, cudaStream_t stream);
+    void (*destroy)(lesson9::NormDescriptor* desc);
 };
 
 /// The exported symbol is `workbook_lessonN_api`; it returns a pointer to the table above.

@@ -23,10 +23,13 @@
 
 namespace workbook {
 
-/// |got - expected| <= abs + rel * |expected|.
+/// |got - expected| <= abs + rel * |expected| + scale_rel * scale, where `scale` is what the
+/// accumulation error grows with (lesson 9: |s * rstd * w| + |b|; 0 elsewhere).
 struct Tolerance {
     double rel;
     double abs;
+    double scale_rel = 0.0;
+    const char* scale_of = "";  ///< what `scale` is, for messages
 };
 
 /// fp32 ulps allowed for the drift of an fp32 sum of `cols` squares.
@@ -47,20 +50,58 @@ inline Tolerance rounded_sum_tolerance(DType t) {
     return {dtype_ulp(t), t == DType::f16 ? std::ldexp(1.0, -24) : 1e-30};
 }
 
+/**
+ * Tolerance of lesson 9's y, which may carry a bias and subtract a mean. The two error sources
+ * are kept apart: the output's rounding, 2 ulp(T) of |y|; and the fp32 arithmetic (mean,
+ * variance, x̂ · w + b), accumulation_ulps(cols) fp32 ulps of (|s| + mean|s|) · rstd · |w| + |b|,
+ * the size of the terms before they cancel (mean|s|: the row's mean magnitude, LayerNorm only).
+ * For RMSNorm without a bias that scale is |y| and the rule is output_tolerance's. An honest
+ * fp32 mean is off by a few ulps of mean|s|: about 1e-4 for values near 1000, which the scale
+ * term admits; a mean rounded to bf16 is off by up to 4, which it does not.
+ * `rounded_sum_ulps`: ulps of T at the same scale, for a y normalised from the rounded
+ * residual_out (the contract allows it).
+ */
+inline Tolerance norm_output_tolerance(DType t, int64_t cols, int rounded_sum_ulps = 0) {
+    const double abs = t == DType::f16 ? std::ldexp(1.0, -23) : 1e-30;
+    return {2.0 * dtype_ulp(t), abs, accumulation_ulps(cols) * dtype_ulp(DType::f32) + rounded_sum_ulps * dtype_ulp(t),
+            "(|s|+mean|s|)*rstd*|w| + |b|"};
+}
+
+/// Tolerance of lesson 9's rstd (stored in fp32): the fp32 reduction's drift plus two ulps,
+/// `rounded_sum_ulps` units of T when the rows may be normalised from the rounded residual_out,
+/// and, through the scale rstd · (mean|s| · rstd)², the second-order effect of an fp32 mean's own
+/// error on the variance about it (visible at mean/spread near 1000; 0 for RMSNorm).
+inline Tolerance rstd_tolerance(DType t, int64_t cols, int rounded_sum_ulps = 0) {
+    const double drift = accumulation_ulps(cols) * dtype_ulp(DType::f32);
+    return {2.0 * dtype_ulp(DType::f32) + drift + rounded_sum_ulps * dtype_ulp(t), 1e-30, drift * drift,
+            "rstd*(mean|s|*rstd)^2"};
+}
+
+/// The scale of an rstd for rstd_tolerance: rstd · (mean|s| · rstd)².
+WB_HD inline double rstd_scale(double mean_abs, double rstd) {
+    const double m = mean_abs * rstd;
+    return (rstd < 0 ? -rstd : rstd) * m * m;
+}
+
 /// True when `got` is acceptable. A NaN expected (a NaN in the row's input) requires a NaN.
-WB_HD inline bool within(double expected, double got, Tolerance tol) {
+/// `scale` is the size of the terms y was computed from (lesson 9), 0 where unused.
+WB_HD inline bool within(double expected, double got, Tolerance tol, double scale = 0.0) {
     if (expected != expected) return got != got;
     if (got != got) return false;
     const double diff = got > expected ? got - expected : expected - got;
     const double mag = expected < 0 ? -expected : expected;
     if (mag > 1.7e308) return got == expected;  // an infinite expectation needs the same infinity
-    return diff <= tol.abs + tol.rel * mag;
+    return diff <= tol.abs + tol.rel * mag + tol.scale_rel * scale;
 }
 
-/// "rel 1.2e-06 + abs 1e-30", for failure messages.
+/// "rel 1.2e-06 + abs 1e-30" (and the scale term, lesson 9), for failure messages.
 inline std::string describe(Tolerance tol) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "rel %.3g + abs %.3g", tol.rel, tol.abs);
+    char buf[128];
+    if (tol.scale_rel > 0)
+        std::snprintf(buf, sizeof buf, "rel %.3g + abs %.3g + %.3g of %s", tol.rel, tol.abs, tol.scale_rel,
+                      tol.scale_of);
+    else
+        std::snprintf(buf, sizeof buf, "rel %.3g + abs %.3g", tol.rel, tol.abs);
     return buf;
 }
 

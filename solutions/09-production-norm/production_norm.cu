@@ -1,0 +1,663 @@
+/**
+ * @file production_norm.cu
+ * @brief Lesson 9 reference: one norm with every option, behind a validated descriptor.
+ *
+ * What it shows:
+ *  - a descriptor API: norm_create checks the whole problem once (ranks, shapes, strides,
+ *    dtypes, aliasing, limits), returns a Status naming the first broken rule, and fixes the
+ *    launch plan (vector width, threads per row, kernel); norm_launch only launches;
+ *  - RMSNorm and LayerNorm in one kernel, LayerNorm two-pass over the row held in registers
+ *    (the mean first, then the squares about it), so a row whose mean is far from zero loses
+ *    nothing to cancellation;
+ *  - the options as runtime flags (bias, rstd, residual_out, fp32 weight and bias) and as a
+ *    template parameter only where they change the registers a thread holds (a residual);
+ *  - 2-D and 3-D strided tensors: a row's offset is (row / heads) · stride0 + (row % heads) · stride1;
+ *  - rows too long for one block's registers: one block per row, Welford's running mean and
+ *    M2 in the first read, the second read (mostly from L2) writes.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "workbook/production_norm.h"
+
+namespace workbook::lesson9 {
+namespace {
+
+constexpr int kWarpSize = 32;
+/// Largest grid.x a launch accepts; kernels walk the rows, so any rows count fits.
+constexpr int64_t kMaxGrid = 2147483647;
+
+/// Everything a kernel needs, by value. No __restrict__: y may be x, residual_out may be residual.
+struct Params {
+    const void* x;
+    const void* residual;
+    const void* weight;
+    const void* bias;
+    void* y;
+    void* residual_out;
+    float* rstd;
+    int64_t rows;
+    int64_t heads;  ///< rows per outer index (1 for 2-D)
+    int64_t x_s0, x_s1, r_s0, r_s1, y_s0, y_s1, ro_s0, ro_s1, rstd_s0;
+    int cols;
+    float eps;
+    bool layer;
+    bool weight_f32;
+    bool bias_f32;
+};
+
+/// Offset of a row from its tensor's first element.
+__device__ __forceinline__ int64_t row_offset(int64_t row, int64_t heads, int64_t s0, int64_t s1) {
+    return heads == 1 ? row * s0 : (row / heads) * s0 + (row % heads) * s1;
+}
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/// VEC elements that move as one access.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+    T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) f[k] = to_float(p.v[k]);
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> pack(const float (&f)[VEC]) {
+    Pack<T, VEC> p;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) p.v[k] = from_float<T>(f[k]);
+    return p;
+}
+
+/// Keeps the packed inputs (not fp32 copies) alive across the reductions: half the registers
+/// for 16-bit rows. Emits no code.
+template <typename T, int VEC>
+__device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
+    if constexpr (sizeof(p) % 4 == 0) {
+        unsigned* words = reinterpret_cast<unsigned*>(&p);
+#pragma unroll
+        for (int i = 0; i < static_cast<int>(sizeof(p) / 4); ++i) asm volatile("" : "+r"(words[i]));
+    } else {
+        asm volatile("" : "+h"(*reinterpret_cast<unsigned short*>(&p)));
+    }
+}
+
+/// [mixed-precision]
+/// VEC parameters (weight or bias) from vector `idx`, stored either as T or as fp32: the
+/// type is a runtime flag of the descriptor, the same for every thread, so the branch costs
+/// nothing. An fp32 parameter moves twice the bytes of a 16-bit one, in 16-byte pieces.
+template <typename T, int VEC>
+__device__ __forceinline__ void load_param(const void* base, bool is_f32, int idx, float (&f)[VEC]) {
+    if (is_f32) {
+        const float* p = static_cast<const float*>(base) + static_cast<int64_t>(idx) * VEC;
+        if constexpr (VEC % 4 == 0) {
+#pragma unroll
+            for (int k = 0; k < VEC; k += 4) {
+                const float4 q = *reinterpret_cast<const float4*>(p + k);
+                f[k] = q.x;
+                f[k + 1] = q.y;
+                f[k + 2] = q.z;
+                f[k + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] = p[k];
+        }
+    } else {
+        unpack(static_cast<const Pack<T, VEC>*>(base)[idx], f);
+    }
+}
+/// [mixed-precision]
+
+/// Sum over G consecutive lanes (G a power of two, at most 32).
+template <int G>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int offset = G / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+/// Sum over a block of BLOCK threads, every thread gets it. Two banks of slots used in turn:
+/// one barrier per reduction is enough.
+template <int BLOCK>
+__device__ __forceinline__ float block_sum(float v, float (*slots)[BLOCK / kWarpSize], int& bank) {
+    constexpr int kWarps = BLOCK / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize;
+    v = group_sum<kWarpSize>(v);
+    if (lane == 0) slots[bank][threadIdx.x / kWarpSize] = v;
+    __syncthreads();
+    const float total = lane < kWarps ? slots[bank][lane] : 0.0f;
+    bank ^= 1;
+    return group_sum<kWarpSize>(total);
+}
+
+template <int G>
+using Slots = float[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
+
+template <int G>
+__device__ __forceinline__ float row_sum(float v, Slots<G>& slots, int& bank) {
+    if constexpr (G <= kWarpSize) {
+        return group_sum<G>(v);
+    } else {
+        return block_sum<G>(v, slots, bank);
+    }
+}
+
+/// s = x (+ residual) of one vector, in fp32.
+template <typename T, int VEC, bool RES>
+__device__ __forceinline__ void sum_input(const Pack<T, VEC>& xv, const Pack<T, VEC>& rv, float (&s)[VEC]) {
+    unpack(xv, s);
+    if constexpr (RES) {
+        float f[VEC];
+        unpack(rv, f);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) s[k] += f[k];
+    }
+}
+
+/**
+ * Rows held in registers. A group of G threads owns a row; thread `lane` holds vectors lane,
+ * lane + G, ... (ITERS of them), so each warp-wide access is contiguous. G ≤ 32: BLOCK / G rows
+ * per block, shuffles only; G > 32: one row per block. Every thread reads all of its elements
+ * before it writes any, and no element is read by one thread and written by another, so
+ * y == x and residual_out == residual are safe.
+ */
+template <typename T, int VEC, bool RES, int G, int ITERS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) norm_rows_kernel(Params a) {
+    using P = Pack<T, VEC>;
+    constexpr int kRowsPerBlock = BLOCK / G;
+    __shared__ Slots<G> slots;
+    const int nvec = a.cols / VEC;
+    const int lane = threadIdx.x % G;
+    const int group = threadIdx.x / G;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    int bank = 0;
+
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < a.rows;
+         first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+        const int64_t row = first + group;
+        const bool active = row < a.rows;
+        const int64_t r = active ? row : 0;
+        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(r, a.heads, a.x_s0, a.x_s1));
+        const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) +
+                                                       row_offset(r, a.heads, a.r_s0, a.r_s1))
+                          : nullptr;
+
+        /// [load-row]
+        P xv[ITERS], rv[RES ? ITERS : 1];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) {
+                xv[i] = xr[idx];
+                if constexpr (RES) rv[i] = rr[idx];
+            }
+        }
+        // residual_out leaves at once; its stores overlap the reductions.
+        if (RES && a.residual_out && active) {
+            P* ror = reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + row_offset(r, a.heads, a.ro_s0, a.ro_s1));
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) {
+                    float s[VEC];
+                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                    ror[idx] = pack<T, VEC>(s);
+                }
+            }
+        }
+        /// [load-row]
+
+        /// [two-pass-stats]
+        // LayerNorm: the mean first, then the squares about it, both from registers. The
+        // one-pass E[s²] − E[s]² loses every digit when the mean is large beside the spread.
+        float mean = 0.0f;
+        if (a.layer) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (active && idx < nvec) {
+                    float s[VEC];
+                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) sum += s[k];
+                }
+                keep_packed(xv[i]);
+                if constexpr (RES) keep_packed(rv[i]);
+            }
+            mean = row_sum<G>(sum, slots, bank) * inv_cols;
+        }
+        float sq = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) {
+                float s[VEC];
+                sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float d = s[k] - mean;
+                    sq = fmaf(d, d, sq);
+                }
+            }
+            keep_packed(xv[i]);
+            if constexpr (RES) keep_packed(rv[i]);
+        }
+        const float rstd = rsqrtf(row_sum<G>(sq, slots, bank) * inv_cols + a.eps);
+        /// [two-pass-stats]
+
+        if (active) {
+            if (a.rstd && lane == 0) a.rstd[a.heads == 1 ? r : (r / a.heads) * a.rstd_s0 + r % a.heads] = rstd;
+            P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(r, a.heads, a.y_s0, a.y_s1));
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) {
+                    float s[VEC], w[VEC];
+                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                    load_param<T, VEC>(a.weight, a.weight_f32, idx, w);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
+                    if (a.bias) {
+                        load_param<T, VEC>(a.bias, a.bias_f32, idx, w);
+#pragma unroll
+                        for (int k = 0; k < VEC; ++k) s[k] += w[k];
+                    }
+                    yr[idx] = pack<T, VEC>(s);
+                }
+            }
+        }
+    }
+}
+
+/// Welford's running (count, mean, M2) of one thread, merged with another's (Chan et al.).
+struct Welford {
+    float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+    __device__ __forceinline__ void merge(float nb, float mb, float m2b) {
+        const float total = n + nb;
+        if (total == 0.0f) return;
+        const float delta = mb - mean;
+        const float fb = nb / total;
+        mean += delta * fb;
+        m2 += m2b + delta * delta * n * fb;
+        n = total;
+    }
+};
+
+/// [welford]
+/// Rows too long for one block's registers: one block per row, two reads. The first read
+/// folds each vector into the thread's Welford state (the vector's own mean and M2 first,
+/// then one merge), so the row's mean and variance come out of a single pass without
+/// cancellation; the second read (mostly from L2) writes. Nothing is written before the
+/// barrier that ends the first read, and each element is read and written by one thread.
+template <typename T, int VEC, bool RES, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) norm_stream_kernel(Params a) {
+    using P = Pack<T, VEC>;
+    __shared__ float slots[3][BLOCK / kWarpSize];
+    const int nvec = a.cols / VEC;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1));
+        const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) +
+                                                       row_offset(row, a.heads, a.r_s0, a.r_s1))
+                          : nullptr;
+        Welford w;
+        for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
+            float s[VEC];
+            sum_input<T, VEC, RES>(xr[idx], RES ? rr[idx] : P{}, s);
+            float m = 0.0f;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) m += s[k];
+            m *= 1.0f / VEC;
+            float m2 = 0.0f;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) m2 = fmaf(s[k] - m, s[k] - m, m2);
+            if (!a.layer) {  // RMSNorm: the "variance" about zero
+                m2 = fmaf(m * m, static_cast<float>(VEC), m2);
+                m = 0.0f;
+            }
+            w.merge(static_cast<float>(VEC), m, m2);
+        }
+        // Merge across the warp, then across warps.
+#pragma unroll
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+            const float nb = __shfl_xor_sync(0xffffffffu, w.n, offset);
+            const float mb = __shfl_xor_sync(0xffffffffu, w.mean, offset);
+            const float m2b = __shfl_xor_sync(0xffffffffu, w.m2, offset);
+            w.merge(nb, mb, m2b);
+        }
+        const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+        if (lane == 0) {
+            slots[0][warp] = w.n;
+            slots[1][warp] = w.mean;
+            slots[2][warp] = w.m2;
+        }
+        __syncthreads();
+        Welford total;
+        for (int i = 0; i < BLOCK / kWarpSize; ++i) total.merge(slots[0][i], slots[1][i], slots[2][i]);
+        __syncthreads();  // the slots are reused by the next row
+        const float mean = a.layer ? total.mean : 0.0f;
+        const float rstd = rsqrtf(total.m2 * inv_cols + a.eps);
+        if (a.rstd && threadIdx.x == 0)
+            a.rstd[a.heads == 1 ? row : (row / a.heads) * a.rstd_s0 + row % a.heads] = rstd;
+        P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1));
+        P* ror = RES && a.residual_out ? reinterpret_cast<P*>(static_cast<T*>(a.residual_out) +
+                                                               row_offset(row, a.heads, a.ro_s0, a.ro_s1))
+                                       : nullptr;
+        for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
+            float s[VEC], f[VEC];
+            sum_input<T, VEC, RES>(xr[idx], RES ? rr[idx] : P{}, s);
+            if (ror) ror[idx] = pack<T, VEC>(s);
+            load_param<T, VEC>(a.weight, a.weight_f32, idx, f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * f[k];
+            if (a.bias) {
+                load_param<T, VEC>(a.bias, a.bias_f32, idx, f);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) s[k] += f[k];
+            }
+            yr[idx] = pack<T, VEC>(s);
+        }
+    }
+}
+/// [welford]
+
+int grid_for(int64_t groups) { return static_cast<int>(std::min<int64_t>(std::max<int64_t>(groups, 1), kMaxGrid)); }
+
+template <typename T, int VEC, bool RES, int G, int ITERS>
+cudaError_t launch_rows(const Params& a, cudaStream_t stream) {
+    constexpr int kBlock = G <= kWarpSize ? 256 : G;
+    constexpr int kRowsPerBlock = kBlock / G;
+    norm_rows_kernel<T, VEC, RES, G, ITERS, kBlock>
+        <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+template <typename T, int VEC, bool RES>
+cudaError_t launch_stream(const Params& a, cudaStream_t stream) {
+    norm_stream_kernel<T, VEC, RES, 1024><<<grid_for(a.rows), 1024, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+using Launcher = cudaError_t (*)(const Params&, cudaStream_t);
+
+/// [launch-plan]
+/// The plan for a row of `nvec` vectors: each thread holds K vectors (8 of x, or 4 of x and 4
+/// of the residual: 32 registers of row either way), G threads per row, the fewest that hold
+/// it; a row no block holds is streamed.
+template <typename T, int VEC, bool RES>
+Launcher pick_launcher(int nvec) {
+    constexpr int K = RES ? 4 : 8;
+    if (nvec <= 4 * K) return &launch_rows<T, VEC, RES, 4, K>;
+    if (nvec <= 16 * K) return &launch_rows<T, VEC, RES, 16, K>;
+    if (nvec <= 32 * K) return &launch_rows<T, VEC, RES, 32, K>;
+    if (nvec <= 128 * K) return &launch_rows<T, VEC, RES, 128, K>;
+    if (nvec <= 256 * K) return &launch_rows<T, VEC, RES, 256, K>;
+    if (nvec <= 512 * K) return &launch_rows<T, VEC, RES, 512, K>;
+    if (nvec <= 1024 * K) return &launch_rows<T, VEC, RES, 1024, K>;
+    return &launch_stream<T, VEC, RES>;
+}
+/// [launch-plan]
+
+template <typename T>
+Launcher pick_for_type(int vec, bool res, int nvec) {
+    constexpr int kFull = 16 / sizeof(T);
+    if (vec == kFull) return res ? pick_launcher<T, kFull, true>(nvec) : pick_launcher<T, kFull, false>(nvec);
+    return res ? pick_launcher<T, 1, true>(nvec) : pick_launcher<T, 1, false>(nvec);
+}
+
+// ----------------------------------------------------------------------------- validation
+
+size_t dtype_bytes(DataType t) { return t == DataType::f32 ? 4 : 2; }
+bool known_dtype(DataType t) { return t == DataType::f32 || t == DataType::f16 || t == DataType::bf16; }
+bool present(const TensorDesc& t) { return t.data != nullptr; }
+
+/// Bytes from a tensor's first element to one past its last ([0, 0) when it is empty).
+struct Span {
+    uintptr_t begin = 0, end = 0;
+    bool empty() const { return begin == end; }
+    bool meets(const Span& o) const { return !empty() && !o.empty() && begin < o.end && o.begin < end; }
+};
+Span span_of(const TensorDesc& t) {
+    int64_t last = 0;
+    for (int d = 0; d < t.rank; ++d) {
+        if (t.shape[d] == 0) return {};
+        last += (t.shape[d] - 1) * t.stride[d];
+    }
+    const uintptr_t b = reinterpret_cast<uintptr_t>(t.data);
+    return {b, b + static_cast<uintptr_t>(last + 1) * dtype_bytes(t.dtype)};
+}
+
+/// True when no two rows of the tensor share an element: the outer dimensions, sorted by
+/// stride, each step past the extent of everything inside it.
+bool rows_apart(const TensorDesc& t) {
+    // Outer dimensions from the innermost (smallest stride) out: at most two of them.
+    int dims[2] = {0, 0};
+    const int outer = t.rank - 1;
+    if (outer == 2) {
+        dims[0] = t.stride[1] <= t.stride[0] ? 1 : 0;
+        dims[1] = 1 - dims[0];
+    }
+    int64_t extent = t.shape[t.rank - 1];  // the last dimension, stride 1
+    for (int i = 0; i < outer; ++i) {
+        const int d = dims[i];
+        if (t.stride[d] < 0) return false;
+        if (t.shape[d] <= 1) continue;
+        if (t.stride[d] < extent) return false;
+        extent = t.stride[d] * (t.shape[d] - 1) + extent;
+    }
+    return true;
+}
+
+/// Same data pointer and same strides: the one kind of overlap the contract allows.
+bool same_tensor(const TensorDesc& a, const TensorDesc& b) {
+    if (a.data != b.data || a.rank != b.rank) return false;
+    for (int d = 0; d < a.rank; ++d)
+        if (a.stride[d] != b.stride[d]) return false;
+    return true;
+}
+
+/// [validate]
+Status validate(const NormProblem& p) {
+    const TensorDesc* acts[] = {&p.x, &p.residual, &p.y, &p.residual_out};
+    const TensorDesc* vecs[] = {&p.weight, &p.bias};
+    if (!present(p.x) || !present(p.weight) || !present(p.y)) return Status::missing_tensor;
+    if (present(p.residual_out) && !present(p.residual)) return Status::missing_tensor;
+
+    const int rank = p.x.rank;
+    if (rank != 2 && rank != 3) return Status::bad_rank;
+    for (const TensorDesc* t : acts)
+        if (present(*t) && t->rank != rank) return Status::bad_rank;
+    for (const TensorDesc* t : vecs)
+        if (present(*t) && t->rank != 1) return Status::bad_rank;
+    if (present(p.rstd) && p.rstd.rank != rank - 1) return Status::bad_rank;
+
+    for (const TensorDesc* t : {&p.x, &p.residual, &p.y, &p.residual_out, &p.weight, &p.bias, &p.rstd})
+        if (present(*t))
+            for (int d = 0; d < t->rank; ++d)
+                if (t->shape[d] < 0) return Status::negative_dimension;
+
+    const int64_t cols = p.x.shape[rank - 1];
+    for (const TensorDesc* t : acts)
+        if (present(*t))
+            for (int d = 0; d < rank; ++d)
+                if (t->shape[d] != p.x.shape[d]) return Status::shape_mismatch;
+    for (const TensorDesc* t : vecs)
+        if (present(*t) && t->shape[0] != cols) return Status::shape_mismatch;
+    if (present(p.rstd))
+        for (int d = 0; d < rank - 1; ++d)
+            if (p.rstd.shape[d] != p.x.shape[d]) return Status::shape_mismatch;
+
+    for (const TensorDesc* t : {&p.x, &p.residual, &p.y, &p.residual_out, &p.weight, &p.bias, &p.rstd})
+        if (present(*t) && t->rank > 0 && t->stride[t->rank - 1] != 1) return Status::inner_stride_not_one;
+    for (const TensorDesc* t : {&p.x, &p.residual, &p.y, &p.residual_out, &p.rstd})
+        if (present(*t) && t->rank > 1 && !rows_apart(*t)) return Status::overlapping_rows;
+
+    const DataType act = p.x.dtype;
+    if (!known_dtype(act)) return Status::unsupported_dtype;
+    for (const TensorDesc* t : acts)
+        if (present(*t) && t->dtype != act) return Status::unsupported_dtype;
+    for (const TensorDesc* t : vecs)
+        if (present(*t) && t->dtype != act && t->dtype != DataType::f32) return Status::unsupported_dtype;
+    if (present(p.rstd) && p.rstd.dtype != DataType::f32) return Status::unsupported_dtype;
+
+    if (cols < 1 || cols > kMaxCols) return Status::cols_out_of_range;
+
+    // Outputs: exactly their allowed input, or apart from every other tensor.
+    const TensorDesc* all[] = {&p.x, &p.residual, &p.weight, &p.bias, &p.y, &p.residual_out, &p.rstd};
+    const TensorDesc* outs[] = {&p.y, &p.residual_out, &p.rstd};
+    const TensorDesc* allowed[] = {&p.x, &p.residual, nullptr};
+    for (int o = 0; o < 3; ++o) {
+        const TensorDesc& out = *outs[o];
+        if (!present(out)) continue;
+        for (const TensorDesc* other : all) {
+            if (other == &out || !present(*other)) continue;
+            if (other == allowed[o] && same_tensor(out, *other)) continue;
+            if (span_of(out).meets(span_of(*other))) return Status::partial_overlap;
+        }
+    }
+
+    if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) return Status::bad_eps;
+    if (p.mode != NormMode::rms && p.mode != NormMode::layer) return Status::bad_mode;
+    return Status::success;
+}
+/// [validate]
+
+/// True when `p` may be accessed `bytes` at a time.
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+}  // namespace
+
+/// The validated call: the kernel's arguments and the launcher chosen for them.
+struct NormDescriptor {
+    Params params;
+    Launcher launcher;
+};
+
+/**
+ * @brief Validates a norm problem and fixes its launch plan.
+ *
+ * Checks the contract of production_norm.h in the order of Status's values and returns the
+ * first rule broken; on success `*out` owns a descriptor holding the kernel's arguments, the
+ * vector width and the launcher. No device work is done, so it may be called during a capture.
+ *
+ * @param[in]  problem  the tensors, mode and eps of the call
+ * @param[out] out      the descriptor on success, nullptr otherwise
+ * @return Status::success, or the Status naming what is wrong
+ *
+ * Performance: the vector width is the widest of 16 bytes and one element that divides cols,
+ * every outer stride and the offset of every activation pointer, with the weight and bias
+ * aligned to their own type's share; rows of up to 8 (4 with a residual) 16-byte vectors per
+ * thread stay in registers; longer ones are streamed twice. Bytes per call:
+ * rows · cols · sizeof(T) · (2 + 2·residual_out + residual_in_only) + cols · (sizeof(weight) +
+ * sizeof(bias)) + 4 · rows (rstd).
+ */
+Status norm_create(const NormProblem& problem, NormDescriptor** out) {
+    if (!out) return Status::missing_tensor;
+    *out = nullptr;
+    const Status st = validate(problem);
+    if (st != Status::success) return st;
+
+    const NormProblem& p = problem;
+    const int rank = p.x.rank;
+    const bool res = present(p.residual);
+    Params a{};
+    a.x = p.x.data;
+    a.residual = res ? p.residual.data : nullptr;
+    a.weight = p.weight.data;
+    a.bias = present(p.bias) ? p.bias.data : nullptr;
+    a.y = p.y.data;
+    a.residual_out = present(p.residual_out) ? p.residual_out.data : nullptr;
+    a.rstd = present(p.rstd) ? static_cast<float*>(p.rstd.data) : nullptr;
+    a.cols = static_cast<int>(p.x.shape[rank - 1]);
+    a.heads = rank == 3 ? p.x.shape[1] : 1;
+    a.rows = rank == 3 ? p.x.shape[0] * p.x.shape[1] : p.x.shape[0];
+    if (a.heads == 0) a.heads = 1;  // no rows at all
+    auto strides = [&](const TensorDesc& t, int64_t& s0, int64_t& s1) {
+        if (!present(t)) return;
+        s0 = t.stride[0];
+        s1 = rank == 3 ? t.stride[1] : 0;
+    };
+    strides(p.x, a.x_s0, a.x_s1);
+    strides(p.residual, a.r_s0, a.r_s1);
+    strides(p.y, a.y_s0, a.y_s1);
+    strides(p.residual_out, a.ro_s0, a.ro_s1);
+    a.rstd_s0 = present(p.rstd) && rank == 3 ? p.rstd.stride[0] : 1;
+    a.eps = p.eps;
+    a.layer = p.mode == NormMode::layer;
+    a.weight_f32 = p.weight.dtype == DataType::f32 && p.x.dtype != DataType::f32;
+    a.bias_f32 = present(p.bias) && p.bias.dtype == DataType::f32 && p.x.dtype != DataType::f32;
+
+    /// [vector-width]
+    // One width for every activation tensor: it divides cols and every outer stride, and
+    // every pointer is aligned to it. The parameters follow their own type: an fp32 weight
+    // beside bf16 activations is read 16 bytes (4 floats) at a time.
+    const size_t t_bytes = dtype_bytes(p.x.dtype);
+    auto fits = [&](int w) {
+        if (a.cols % w) return false;
+        for (const TensorDesc* t : {&p.x, &p.residual, &p.y, &p.residual_out}) {
+            if (!present(*t)) continue;
+            if (!aligned_to(t->data, w * t_bytes)) return false;
+            for (int d = 0; d < rank - 1; ++d)
+                if (t->stride[d] % w) return false;
+        }
+        for (const TensorDesc* t : {&p.weight, &p.bias}) {
+            if (!present(*t)) continue;
+            if (!aligned_to(t->data, std::min<size_t>(16, w * dtype_bytes(t->dtype)))) return false;
+        }
+        return true;
+    };
+    const int full = static_cast<int>(16 / t_bytes);
+    const int vec = fits(full) ? full : 1;
+    /// [vector-width]
+
+    const int nvec = a.cols / vec;
+    Launcher launcher = nullptr;
+    switch (p.x.dtype) {
+        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec); break;
+        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec); break;
+        default: launcher = pick_for_type<float>(vec, res, nvec); break;
+    }
+    *out = new NormDescriptor{a, launcher};
+    return Status::success;
+}
+
+/**
+ * @brief Launches a validated norm on `stream`.
+ * @param[in] desc    from norm_create
+ * @param[in] stream  the only stream used
+ * @return the launch's error code (not synchronised); cudaSuccess without a launch for 0 rows;
+ *         cudaErrorInvalidValue for a null descriptor
+ */
+cudaError_t norm_launch(const NormDescriptor* desc, cudaStream_t stream) {
+    if (!desc) return cudaErrorInvalidValue;
+    if (desc->params.rows == 0) return cudaSuccess;
+    return desc->launcher(desc->params, stream);
+}
+
+/// @brief Frees a descriptor from norm_create; nullptr is accepted.
+void norm_destroy(NormDescriptor* desc) { delete desc; }
+
+}  // namespace workbook::lesson9
