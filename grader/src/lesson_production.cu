@@ -382,18 +382,18 @@ LessonPlan production_plan(const Submission& student, const Submission& referenc
     std::vector<Shape> shapes = {
         shape("plain", 32768, 4096, 0, DType::bf16),
         shape("bias_rstd", 32768, 4096, kBias | kRstd, DType::f16),
-        shape("prenorm", 16384, 8192, kPreNorm | kYInPlace | kResInPlace, DType::bf16),
+        shape("prenorm", 16384, 8192, kPreNorm, DType::bf16),
         shape("weight_f32", 32768, 4096, kWeightF32, DType::f16),
         shape("layer_bias", 32768, 1024, kLayer | kBias, DType::bf16),
         shape("layer_bias", 16384, 8192, kLayer | kBias, DType::f16),
         shape("layer_bias", 4096, 65536, kLayer | kBias, DType::bf16),
         shape("plain", 32768, 256, 0, DType::f16),
-        shape("prenorm", 128, 4096, kPreNorm | kYInPlace | kResInPlace, DType::bf16),
+        shape("prenorm", 128, 4096, kPreNorm, DType::bf16),
         {"qk_3d_32768x32x128", {"", "", 32768, 32, 128, kYInPlace | kWeightF32, q128, 128}, DType::bf16},
     };
     if (opt.full_bench) {
         shapes.push_back(shape("layer_bias_rstd", 32768, 4096, kLayer | kBias | kRstd, DType::bf16));
-        shapes.push_back(shape("prenorm", 32768, 2048, kPreNorm | kYInPlace | kResInPlace, DType::f16));
+        shapes.push_back(shape("prenorm", 32768, 2048, kPreNorm, DType::f16));
         shapes.push_back(shape("layer_bias", 4096, 16384, kLayer | kBias, DType::bf16));
         shapes.push_back(shape("plain", 8192, 5120, kWeightF32, DType::bf16));
     }
