@@ -180,10 +180,10 @@ def write_class(lesson, folder, port):
     os.makedirs(folder, exist_ok=True)
     expected = {}
 
-    def put(name, text, status, what, subfolder=False):
+    def put(name, text, status, what, subfolder=False, marked=True):
         path = os.path.join(folder, name, "mine" + ext) if subfolder else os.path.join(folder, name + ext)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        if not text.startswith("// student: "):
+        if marked and not text.startswith("// student: "):
             text = f"// student: {name}\n" + text
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
@@ -193,7 +193,7 @@ def write_class(lesson, folder, port):
     put("ben", solution + "\n// a second honest copy, graded on its own\n", "correct", "honest: the reference again")
     with open(os.path.join(folder, "ann" + ext), encoding="utf-8") as f:
         put("cleo", f.read(), "correct", "honest, a folder, same bytes as ann (cached in the same run)", True)
-    put("dan", stub, "still the stub" if lesson.needs_gpu else "wrong answer at", "wrong: the untouched stub")
+    put("dan", stub, "still the stub", "wrong: the stub as handed out", marked=False)
     if lesson.number == 1:
         wrong = solution.replace("sum / static_cast<float>(cols) + eps)", "sum / static_cast<float>(cols)) + eps")
         assert wrong != solution, "the lesson 1 solution changed: update the eps-outside-sqrt edit"
