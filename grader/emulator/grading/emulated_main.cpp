@@ -71,7 +71,10 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
     }
-    if (a.lesson < 2 || a.lesson > 8) { error = "--lesson must be 2 to 8 (lesson 1 grades on the CPU already)"; return false; }
+    if (a.lesson < 2 || !find_lesson(a.lesson)) {
+        error = "--lesson must be a GPU lesson, 2 or more (lesson 1 grades on the CPU already)";
+        return false;
+    }
     if (a.student.empty()) { error = "--student is required"; return false; }
     return true;
 }
