@@ -311,12 +311,29 @@ class StagesAndNumbersTests(InterviewCase):
 
     @unittest.skipIf(has_gpu(), "this machine has a GPU; the real no-GPU message is tested where there is none")
     def test_no_gpu_with_the_real_grader(self):
-        self.grade("interview", "lesson2")
+        """Lesson 7 is not emulated: without a GPU its submit says so and does not count."""
+        self.grade("interview", "lesson7")
         code, out = self.grade("interview", "submit", at=60)
         self.assertEqual(code, 4, out)
-        self.assertIn("no usable CUDA GPU", out)
+        self.assertIn("needs a GPU", out)
         self.assertIn("not counted as a failed attempt", out)
         self.assertFalse(self.state()["attempts"][0]["counted"])
+
+    @unittest.skipIf(has_gpu(), "this machine has a GPU; the emulator stands in only where there is none")
+    def test_without_a_gpu_the_emulator_grades_a_submit(self):
+        """Lesson 2 without a GPU: the bare stub fails on the emulator (counted), the solution passes,
+        correctness only, and the next stage opens."""
+        self.grade("interview", "lesson2")
+        code, out = self.grade("interview", "submit", at=60)
+        self.assertEqual(code, 1, out)
+        self.assertIn("for the CPU emulator", out)
+        shutil.copy(os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu"),
+                    self.state()["stages"][0]["source"])
+        code, out = self.grade("interview", "submit", at=120)
+        self.assertEqual(code, 0, out)
+        self.assertIn("CPU emulator: correctness only", out)
+        self.assertEqual([(a["verdict"], a["counted"]) for a in self.state()["attempts"]],
+                         [("fail-correctness", True), ("pass", True)])
 
     def test_an_emulated_pass_is_correctness_only(self):
         self.fake_grader(submits=[report("pass", 2, emulated=True)])

@@ -8,12 +8,27 @@ GPU too old for the lesson) is recorded but not counted as a failed attempt. A r
 import json
 import os
 import subprocess
+import types
 
-from . import exitcodes
+from . import emulated, exitcodes
 from .build import BuildError, build_targets, compile_source, grader_command
 from .interview_content import interview_file
 from .interview_state import show
 from .lessons import UsageError
+
+
+def _on_emulator(lesson):
+    """A GPU lesson on a machine without a GPU: graded for correctness on the CPU emulator, where it is built
+    (unless WORKBOOK_GRADER names the grader to run)."""
+    return (lesson.needs_gpu and not os.environ.get("WORKBOOK_GRADER") and not emulated.gpu_present()
+            and os.path.exists(emulated.CONFIG))
+
+
+def _command(lesson, lib, shown, seed, json_path, cases=None, no_bench=False):
+    if _on_emulator(lesson):
+        args = types.SimpleNamespace(seed=seed, json=json_path, cases=cases)
+        return emulated.grader_command(lesson, lib, shown, args)
+    return grader_command(lesson, lib, shown, seed=seed, json_path=json_path, cases=cases, no_bench=no_bench)
 
 
 def _build(lesson, source, shown):
@@ -22,8 +37,11 @@ def _build(lesson, source, shown):
     `source` is what is compiled (a submit compiles its kept copy); `shown` is the candidate's own file,
     which the compiler's messages name instead.
     """
-    print(f"building {lesson.name} ({show(shown)}) ...", flush=True)
+    on_emulator = _on_emulator(lesson)
+    print(f"building {lesson.name} ({show(shown)}){' for the CPU emulator' if on_emulator else ''} ...", flush=True)
     try:
+        if on_emulator:
+            return emulated.compile_for_emulator(lesson, source, show(shown)), None
         build_targets("wb-grader", f"{lesson.name}_reference")
         return compile_source(lesson, source), None
     except BuildError as e:
@@ -76,8 +94,7 @@ def check(lesson, source, out_dir, seed, patterns):
     if failed_build:
         return failed_build
     path = os.path.join(out_dir, "check.json")
-    cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=path, cases=",".join(patterns),
-                         no_bench=True)
+    cmd = _command(lesson, lib, show(source), seed, path, cases=",".join(patterns), no_bench=True)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     report = _read_report(path, proc.returncode)
     names = [c.get("name", "") for c in report.get("cases") or []]
@@ -102,6 +119,6 @@ def submit(lesson, snapshot, source, json_path, seed):
     lib, failed_build = _build(lesson, snapshot, source)
     if failed_build:
         return failed_build
-    cmd = grader_command(lesson, lib, show(source), seed=seed, json_path=json_path)
+    cmd = _command(lesson, lib, show(source), seed, json_path)
     code = subprocess.call(cmd)
     return summarise(_read_report(json_path, code), code)

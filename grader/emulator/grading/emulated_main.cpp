@@ -114,6 +114,7 @@ int grade(const Args& args) {
     report.seed = args.seed_given ? args.seed
                                   : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     report.gpu = "CPU emulator";
+    report.emulated = true;
     const LessonInfo* info = find_lesson(args.lesson);
     report.gate_fraction = info->gate_fraction;
     std::printf("lesson %d (%s): %s\nseed %llu (reproduce with --seed %llu)\n", info->number, info->slug,

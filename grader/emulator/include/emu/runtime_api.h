@@ -32,6 +32,7 @@ enum cudaError_t : int {
     cudaErrorECCUncorrectable = 214,
     cudaErrorAssert = 710,
     cudaErrorNotSupported = 801,
+    cudaErrorNotYetImplemented = 31,
     cudaErrorStreamCaptureUnsupported = 900,
     cudaErrorStreamCaptureInvalidated = 901,
     cudaErrorStreamCaptureMerge = 902,
