@@ -23,6 +23,7 @@
 #include "gpu_checks.h"
 #include "launch_guard.h"
 #include "plan_dispatch.h"
+#include "option_reader.h"
 #include "run_report.h"
 
 namespace {
@@ -48,15 +49,10 @@ const char* kUsageText =
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&](const char* what) -> const char* {
-            if (i + 1 >= argc) {
-                error = arg + " needs " + what;
-                return nullptr;
-            }
-            return argv[++i];
-        };
+    OptionReader options(argc, argv);
+    while (options.next()) {
+        const std::string& arg = options.arg();
+        auto value = [&](const char* what) { return options.value(what, error); };
         const char* v = nullptr;
         if (arg == "--lesson") { if (!(v = value("a lesson number"))) return false; a.lesson = std::atoi(v); }
         else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
@@ -64,13 +60,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
         else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
-        else if (arg == "--seed") {
-            if (!(v = value("a number"))) return false;
-            char* end = nullptr;
-            a.seed = std::strtoull(v, &end, 0);
-            if (!end || *end) { error = std::string("--seed takes a whole number, not '") + v + "'"; return false; }
-            a.seed_given = true;
-        }
+        else if (arg == "--seed") { if (!options.seed(a.seed, error)) return false; a.seed_given = true; }
         else if (arg == "--samples") { if (!(v = value("a count"))) return false; a.samples = std::max(3, std::atoi(v)); }
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
         else if (arg == "--no-bench") a.bench = false;

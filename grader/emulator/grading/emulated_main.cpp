@@ -16,6 +16,7 @@
 #include "failure_summary.h"
 #include "launch_guard.h"
 #include "plan_dispatch.h"
+#include "option_reader.h"
 #include "run_report.h"
 
 namespace {
@@ -44,15 +45,10 @@ const char* kUsageText =
     "Normally run through ./grade, which compiles the submission for the emulator first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&](const char* what) -> const char* {
-            if (i + 1 >= argc) {
-                error = arg + " needs " + what;
-                return nullptr;
-            }
-            return argv[++i];
-        };
+    OptionReader options(argc, argv);
+    while (options.next()) {
+        const std::string& arg = options.arg();
+        auto value = [&](const char* what) { return options.value(what, error); };
         const char* v = nullptr;
         if (arg == "--lesson") { if (!(v = value("a lesson number"))) return false; a.lesson = std::atoi(v); }
         else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
@@ -61,13 +57,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
         else if (arg == "--untouched-stub") a.untouched_stub = true;
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
-        else if (arg == "--seed") {
-            if (!(v = value("a number"))) return false;
-            char* end = nullptr;
-            a.seed = std::strtoull(v, &end, 0);
-            if (!end || *end) { error = std::string("--seed takes a whole number, not '") + v + "'"; return false; }
-            a.seed_given = true;
-        }
+        else if (arg == "--seed") { if (!options.seed(a.seed, error)) return false; a.seed_given = true; }
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
     }
