@@ -4,6 +4,8 @@
 ///        gives the noise band), in alternating order so neither side always goes first.
 #include "bench_runner.h"
 
+#include "buffer_hooks.h"
+
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -117,7 +119,11 @@ ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
         }
         report.bench.push_back(b);
     }
-    if (plan.extra_gate) {
+    if (plan.extra_gate && remote_grading()) {
+        report.gate_notes.push_back(
+            "the lesson's own gate (a chain of launches on one stream) is not run under remote grading: "
+            "the launches of two processes cannot overlap");
+    } else if (plan.extra_gate) {
         const std::string problem = plan.extra_gate(report.gate_notes);
         if (!problem.empty()) {
             report.extra_gate_problem = problem;

@@ -1,6 +1,7 @@
 /// @file device_tensor.cu
 #include "device_tensor.h"
 
+#include "buffer_hooks.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
 
@@ -9,11 +10,11 @@ namespace workbook {
 DeviceTensor::DeviceTensor(DType dtype, Layout layout, int64_t misalign) : dtype_(dtype), layout_(layout) {
     lead_bytes_ = kGuardBytes + static_cast<std::size_t>(misalign) * dtype_size(dtype);
     total_bytes_ = lead_bytes_ + span_bytes() + kGuardBytes;
-    WB_CUDA_CHECK(cudaMalloc(&base_, total_bytes_));
+    base_ = static_cast<unsigned char*>(allocate_device(total_bytes_));
 }
 
 DeviceTensor::~DeviceTensor() {
-    if (!device_hung()) cudaFree(base_);  // cudaFree waits for the device, which a hung kernel never frees
+    if (!device_hung()) release_device(base_);  // cudaFree waits for the device, which a hung kernel never frees
 }
 
 }  // namespace workbook

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer_hooks.h"
 #include "compare_report.h"
 #include "lesson_plans.h"
 #include "workbook/lesson_api.h"
@@ -32,11 +33,12 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
     p.x = input_spec(c.kind, seed, 0, c.rows);
     p.weight = weight_spec(seed);
     const size_t n = static_cast<size_t>(c.rows * c.cols);
-    std::vector<float> x(n), w(c.cols), y(n + 2 * kGuard, kGuardValue);
+    // Allocated through the buffer hooks: under remote grading the submission's process maps them.
+    HostArray<float> x(n), w(static_cast<size_t>(c.cols)), y(n + 2 * kGuard, kGuardValue);
     for (int64_t r = 0; r < c.rows; ++r)
         for (int64_t col = 0; col < c.cols; ++col) x[r * c.cols + col] = input_value<float>(p.x, r, col, c.cols);
     for (int64_t col = 0; col < c.cols; ++col) w[col] = input_value<float>(p.weight, 0, col, c.cols);
-    const std::vector<float> x_before = x, w_before = w;
+    const std::vector<float> x_before(x.data(), x.data() + n), w_before(w.data(), w.data() + w.size());
     float* out = y.data() + kGuard;
     std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
 

@@ -24,7 +24,9 @@
 #include "launch_guard.h"
 #include "plan_dispatch.h"
 #include "option_reader.h"
+#include "remote_student.h"
 #include "run_report.h"
+#include "submission_host.h"
 
 namespace {
 
@@ -38,6 +40,8 @@ struct Args {
     bool seed_given = false, bench = true, full_bench = false, small = false, untouched_stub = false;
     int samples = 15;
     double watchdog = 30;
+    int serve_fd = -1;   ///< --serve: this process hosts the submission for a remote grading
+    int remote_fd = -1;  ///< --remote-student: the submission runs in the process at this channel
 };
 
 const char* kUsageText =
@@ -46,6 +50,9 @@ const char* kUsageText =
     "                 [--cases TEXT[,TEXT...]] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
     "       wb-grader --lesson N --student LIB.so --reference LIB.so --profile-side student|reference\n"
     "                 [--profile-shape SHAPE[/DTYPE]] --profile-info FILE   (one launch, for Nsight Compute)\n"
+    "       wb-grader --lesson N --remote-student FD [--reference LIB.so] [options above]\n"
+    "                 (the submission runs in the process at channel FD, started with --serve)\n"
+    "       wb-grader --serve FD --lesson N --student LIB.so   (hosts a submission for a remote grading)\n"
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -63,6 +70,8 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--seed") { if (!options.seed(a.seed, error)) return false; a.seed_given = true; }
         else if (arg == "--samples") { if (!(v = value("a count"))) return false; a.samples = std::max(3, std::atoi(v)); }
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
+        else if (arg == "--serve") { if (!(v = value("a descriptor"))) return false; a.serve_fd = std::atoi(v); }
+        else if (arg == "--remote-student") { if (!(v = value("a descriptor"))) return false; a.remote_fd = std::atoi(v); }
         else if (arg == "--no-bench") a.bench = false;
         else if (arg == "--full-bench") a.full_bench = true;
         else if (arg == "--small") a.small = true;
@@ -79,7 +88,8 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         return false;
     }
     if (!a.profile_side.empty() && a.profile_info.empty()) { error = "--profile-side needs --profile-info FILE"; return false; }
-    if (a.student.empty()) { error = "--student is required"; return false; }
+    if (a.student.empty() && a.remote_fd < 0) { error = "--student is required"; return false; }
+    if (a.remote_fd >= 0 && !a.profile_side.empty()) { error = "--profile-side needs the library in this process, not --remote-student"; return false; }
     return true;
 }
 
@@ -216,10 +226,24 @@ int grade(const Args& args) {
 
     std::unique_ptr<Submission> student, reference;
     try {
-        student = std::make_unique<Submission>(args.student, args.lesson);
-        if (info->needs_gpu) {
-            if (args.reference.empty()) throw std::runtime_error("--reference is required for GPU lessons");
-            reference = std::make_unique<Submission>(args.reference, args.lesson);
+        if (args.remote_fd >= 0) {
+            // The submission's code runs in its own process; this one holds none of it, so nothing
+            // the submission does can reach the checks or this report.
+            report.remote = true;
+            std::printf("remote grading: your code runs in its own process; outputs are checked and timed from this one\n");
+            remote::install_remote_hooks();
+            remote::set_call_timeout(args.watchdog);
+            student = remote::connect(remote::student_side, args.remote_fd, args.lesson, report.source, 120);
+            if (info->needs_gpu) {
+                if (args.reference.empty()) throw std::runtime_error("--reference is required for GPU lessons");
+                reference = remote::start_host(remote::reference_side, args.reference, args.lesson, 120);
+            }
+        } else {
+            student = std::make_unique<Submission>(args.student, args.lesson);
+            if (info->needs_gpu) {
+                if (args.reference.empty()) throw std::runtime_error("--reference is required for GPU lessons");
+                reference = std::make_unique<Submission>(args.reference, args.lesson);
+            }
         }
     } catch (const std::exception& e) {
         report.verdict = "fail-build";
@@ -306,6 +330,11 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, args, error)) {
         std::cerr << "wb-grader: " << error << "\n" << kUsageText;
         return kUsage;
+    }
+    if (args.serve_fd >= 0) {
+        const int code = workbook::remote::serve(args.serve_fd, args.lesson, args.student);
+        std::fflush(stdout);
+        std::_Exit(code);
     }
     const int code = grade(args);
     std::fflush(stdout);

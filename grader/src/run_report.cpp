@@ -34,6 +34,7 @@ bool write_json(const RunReport& r, const std::string& path) {
                               {"problem", b.problem}});
     j["gate_notes"] = r.gate_notes;
     j["still_stub"] = r.still_stub;
+    if (r.remote) j["remote"] = true;
     j["emulated"] = r.emulated;
     j["gpu"] = r.gpu;
     j["driver"] = r.driver;

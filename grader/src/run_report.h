@@ -43,6 +43,7 @@ struct RunReport {
     std::string extra_gate_problem;       ///< the lesson's own gate condition, when it failed (lesson 7: PDL)
     bool still_stub = false;              ///< the failures say the file is still the shipped stub
     bool emulated = false;                ///< graded on the CPU emulator: correctness only, no gate
+    bool remote = false;                  ///< the submission ran in its own process (remote grading)
     std::string gpu, driver, cuda;
     int sm = 0;
     double copy_gbps = 0, gate_fraction = 0;

@@ -1,0 +1,207 @@
+/// @file remote_student.cu
+#include "remote_student.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <type_traits>
+
+#include "buffer_hooks.h"
+#include "launch_guard.h"
+#include "remote_calls.h"
+#include "shared_buffers.h"
+
+namespace workbook::remote {
+namespace {
+
+double g_timeout = 60;
+
+/// One connected host process.
+struct Link {
+    std::unique_ptr<Channel> channel;
+    bool batching = false;
+    uint32_t queued = 0;
+    Writer batch;
+    std::string who;  ///< "your code's process" or "the reference's process"
+};
+
+Link g_links[2];
+
+/// Turns the host's failure or silence into the error that ends the run, naming the real cause.
+[[noreturn]] void lost(const Link& link, const std::string& why) {
+    throw FatalDeviceError(link.who + " " + why);
+}
+
+Message await_reply(Link& link) {
+    Message m;
+    try {
+        m = link.channel->receive(g_timeout);
+    } catch (const ChannelError& e) {
+        const std::string what = e.what();
+        if (what.rfind("no answer", 0) == 0)
+            lost(link, "did not finish the call within " + std::to_string(static_cast<int>(g_timeout)) +
+                           " s (a hang, or a kernel that never ends)");
+        lost(link, "ended during the call (" + what + ")");
+    }
+    if (m.kind == Kind::failure) {
+        Reader r(m.body);
+        lost(link, "reported: " + r.get_text());
+    }
+    if (m.kind != Kind::reply) lost(link, "answered with a message that is not a reply");
+    return m;
+}
+
+template <int S, int Index, typename F>
+struct Proxy;
+
+template <int S, int Index, typename R, typename... A>
+struct Proxy<S, Index, R (*)(A...)> {
+    static R fn(A... a) {
+        Link& link = g_links[S];
+        Writer w;
+        w.put<uint32_t>(Index);
+        (Arg<A>::encode(w, a), ...);
+        if (link.batching) {
+            link.batch.append(w.bytes());
+            ++link.queued;
+            if constexpr (!std::is_void_v<R>) return R{};
+            else return;
+        }
+        try {
+            link.channel->send(Kind::call, w.bytes());
+        } catch (const ChannelError& e) {
+            lost(link, std::string("is gone (") + e.what() + ")");
+        }
+        const Message m = await_reply(link);
+        Reader r(m.body);
+        const auto result = r.get<int64_t>();
+        (Arg<A>::after(r, a), ...);
+        if constexpr (!std::is_void_v<R>) return static_cast<R>(result);
+    }
+};
+
+template <int S, typename Table>
+const void* typed_table() {
+    static const Table t{api::kVersion, Proxy<S, 0, decltype(Table::f32)>::fn, Proxy<S, 1, decltype(Table::f16)>::fn,
+                         Proxy<S, 2, decltype(Table::bf16)>::fn};
+    return &t;
+}
+
+template <int S>
+const void* proxy_table(int lesson) {
+    using namespace api;
+    switch (lesson) {
+        case 1: {
+            static const Lesson1 t{kVersion, Proxy<S, 0, decltype(Lesson1::rmsnorm)>::fn};
+            return &t;
+        }
+        case 2:
+        case 3: {
+            static const Lesson2 t{kVersion, Proxy<S, 0, decltype(Lesson2::rmsnorm)>::fn};
+            return &t;
+        }
+        case 4:
+        case 8: return typed_table<S, Lesson4>();
+        case 5: return typed_table<S, Lesson5>();
+        case 6: return typed_table<S, Lesson6>();
+        case 7: return typed_table<S, Lesson7>();
+        case 9: {
+            static const Lesson9 t{kVersion, Proxy<S, 0, decltype(Lesson9::create)>::fn,
+                                   Proxy<S, 1, decltype(Lesson9::launch)>::fn, Proxy<S, 2, decltype(Lesson9::destroy)>::fn};
+            return &t;
+        }
+        default: return nullptr;
+    }
+}
+
+void begin_batch() {
+    for (Link& l : g_links) {
+        l.batching = l.channel != nullptr;
+        l.queued = 0;
+        l.batch.clear();
+    }
+}
+
+/// Sends each link's queued calls; returns the wall-clock seconds from each send to its answer, summed.
+double end_batch() {
+    double seconds = 0;
+    for (Link& l : g_links) {
+        if (!l.batching) continue;
+        l.batching = false;
+        if (l.queued == 0) continue;
+        Writer w;
+        w.put<uint32_t>(l.queued);
+        w.append(l.batch.bytes());
+        const auto start = std::chrono::steady_clock::now();
+        try {
+            l.channel->send(Kind::batch, w.bytes());
+        } catch (const ChannelError& e) {
+            lost(l, std::string("is gone (") + e.what() + ")");
+        }
+        const Message m = await_reply(l);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        Reader r(m.body);
+        const auto result = r.get<int64_t>();
+        if (result != 0)
+            throw std::runtime_error(std::string("a timed launch returned ") +
+                                     cudaGetErrorName(static_cast<cudaError_t>(result)));
+    }
+    return seconds;
+}
+
+}  // namespace
+
+void set_call_timeout(double seconds) { g_timeout = seconds; }
+
+std::unique_ptr<Submission> connect(Side side, int channel_fd, int lesson, const std::string& label, double seconds) {
+    Link& link = g_links[side];
+    link.channel = std::make_unique<Channel>(channel_fd);
+    link.who = side == student_side ? "the process running your code" : "the reference's process";
+    const void* table = side == student_side ? proxy_table<student_side>(lesson) : proxy_table<reference_side>(lesson);
+    if (!table) throw std::runtime_error("lesson " + std::to_string(lesson) + " cannot be graded remotely");
+    Message hello;
+    try {
+        hello = link.channel->receive(seconds);
+    } catch (const ChannelError& e) {
+        throw std::runtime_error(link.who + " did not start: " + e.what());
+    }
+    Reader r(hello.body);
+    if (hello.kind != Kind::hello) throw std::runtime_error(link.who + " did not introduce itself");
+    const auto ok = r.get<uint8_t>();
+    const std::string message = r.get_text();
+    if (!ok) throw std::runtime_error(message);
+    SharedBuffers::instance().attach(link.channel.get());
+    return std::make_unique<Submission>(table, label);
+}
+
+std::unique_ptr<Submission> start_host(Side side, const std::string& library, int lesson, double seconds) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
+        throw std::runtime_error("cannot make a socket pair for the reference's process");
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("cannot start the reference's process");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(fds[0]);
+        const int fd = dup(fds[1]);  // without close-on-exec
+        const std::string fd_text = std::to_string(fd), lesson_text = std::to_string(lesson);
+        execl("/proc/self/exe", "wb-grader", "--serve", fd_text.c_str(), "--lesson", lesson_text.c_str(), "--student",
+              library.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    close(fds[1]);
+    return connect(side, fds[0], lesson, library, seconds);
+}
+
+void install_remote_hooks() {
+    install_shared_buffer_hooks();
+    BufferHooks& h = buffer_hooks();
+    h.begin_batch = begin_batch;
+    h.end_batch = end_batch;
+}
+
+}  // namespace workbook::remote

@@ -1,0 +1,124 @@
+/// @file submission_host.cu
+#include "submission_host.h"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "case_registry.h"
+#include "launch_guard.h"
+#include "remote_calls.h"
+#include "submission.h"
+
+namespace workbook::remote {
+namespace {
+
+/// Waits for every kernel the calls started, on any stream; "" or what went wrong.
+std::string finish_device_work(bool gpu) {
+    if (!gpu) return "";
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) return "";
+    cudaGetLastError();
+    return std::string("its kernel failed: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+void fail(Channel& c, const std::string& why) {
+    Writer w;
+    w.put_text(why);
+    c.send(Kind::failure, w.bytes());
+}
+
+}  // namespace
+
+int serve(int fd, int lesson, const std::string& library) {
+    Channel channel(fd);
+    const LessonInfo* info = find_lesson(lesson);
+    std::unique_ptr<Submission> submission;
+    std::vector<Invoker> entries;
+    {
+        Writer hello;
+        try {
+            if (!info) throw std::runtime_error("unknown lesson " + std::to_string(lesson));
+            submission = std::make_unique<Submission>(library, lesson);
+            entries = invokers_for(lesson, &submission->table<api::Lesson1>());
+            if (entries.empty()) throw std::runtime_error("lesson " + std::to_string(lesson) + " cannot be graded remotely");
+            hello.put<uint8_t>(1);
+            hello.put_text("");
+        } catch (const std::exception& e) {
+            hello.clear();
+            hello.put<uint8_t>(0);
+            hello.put_text(e.what());
+            channel.send(Kind::hello, hello.bytes());
+            return 1;
+        }
+        channel.send(Kind::hello, hello.bytes());
+    }
+    const bool gpu = info->needs_gpu;
+    HostState state;
+    for (;;) {
+        Message m;
+        try {
+            m = channel.receive(-1);
+        } catch (const ChannelError&) {
+            return 0;  // the grader is done (or gone)
+        }
+        try {
+            Reader r(m.body);
+            switch (m.kind) {
+                case Kind::share: {
+                    const auto id = r.get<uint64_t>();
+                    const auto size = r.get<uint64_t>();
+                    const bool device = r.get<uint8_t>() != 0;
+                    state.buffers.map(id, size, device, m.fd);
+                    break;
+                }
+                case Kind::release: state.buffers.unmap(r.get<uint64_t>()); break;
+                case Kind::call: {
+                    const auto index = r.get<uint32_t>();
+                    if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
+                    Writer out;
+                    entries[index](r, state, out);
+                    const std::string problem = finish_device_work(gpu);
+                    if (!problem.empty()) {
+                        fail(channel, problem);
+                        return 1;
+                    }
+                    channel.send(Kind::reply, out.bytes());
+                    break;
+                }
+                case Kind::batch: {
+                    const auto count = r.get<uint32_t>();
+                    int64_t first_error = 0;
+                    for (uint32_t i = 0; i < count && first_error == 0; ++i) {
+                        const auto index = r.get<uint32_t>();
+                        if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
+                        Writer out;
+                        entries[index](r, state, out);
+                        Reader result(out.bytes());
+                        first_error = result.get<int64_t>();
+                    }
+                    const std::string problem = finish_device_work(gpu);
+                    if (!problem.empty()) {
+                        fail(channel, problem);
+                        return 1;
+                    }
+                    Writer out;
+                    out.put(first_error);
+                    channel.send(Kind::reply, out.bytes());
+                    break;
+                }
+                default: throw ChannelError("a message this process does not know");
+            }
+        } catch (const std::exception& e) {
+            try {
+                fail(channel, std::string("could not run the call: ") + e.what());
+            } catch (const ChannelError&) {
+            }
+            return 1;
+        }
+    }
+}
+
+}  // namespace workbook::remote
