@@ -94,6 +94,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
 }
 
 int finish(RunReport& report, const Args& args, int code) {
+    report.host_lost = report.remote && remote::host_lost();
     if (!args.json.empty() && !write_json(report, args.json)) return kUsage;
     return code;
 }
@@ -246,10 +247,13 @@ int grade(const Args& args) {
             }
         }
     } catch (const std::exception& e) {
-        report.verdict = "fail-build";
+        // A library that does not load is a build problem; a host process that died or misbehaved
+        // before it was ready is the submission's code running (a static initialiser, ...).
+        const bool lost = args.remote_fd >= 0 && remote::host_lost();
+        report.verdict = lost ? "fail-correctness" : "fail-build";
         report.reason = e.what();
         std::printf("\n%s\n", e.what());
-        return finish(report, args, kFailBuild);
+        return finish(report, args, lost ? kFailCorrectness : kFailBuild);
     }
 
     try {

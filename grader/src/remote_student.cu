@@ -19,6 +19,7 @@ namespace workbook::remote {
 namespace {
 
 double g_timeout = 60;
+bool g_lost = false;
 
 /// One connected host process.
 struct Link {
@@ -41,6 +42,7 @@ Message await_reply(Link& link) {
     try {
         m = link.channel->receive(g_timeout);
     } catch (const ChannelError& e) {
+        g_lost = true;
         const std::string what = e.what();
         if (what.rfind("no answer", 0) == 0)
             lost(link, "did not finish the call within " + std::to_string(static_cast<int>(g_timeout)) +
@@ -51,7 +53,10 @@ Message await_reply(Link& link) {
         Reader r(m.body);
         lost(link, "reported: " + r.get_text());
     }
-    if (m.kind != Kind::reply) lost(link, "answered with a message that is not a reply");
+    if (m.kind != Kind::reply) {
+        g_lost = true;
+        lost(link, "answered with a message that is not a reply");
+    }
     return m;
 }
 
@@ -74,6 +79,7 @@ struct Proxy<S, Index, R (*)(A...)> {
         try {
             link.channel->send(Kind::call, w.bytes());
         } catch (const ChannelError& e) {
+            g_lost = true;
             lost(link, std::string("is gone (") + e.what() + ")");
         }
         const Message m = await_reply(link);
@@ -140,6 +146,7 @@ double end_batch() {
         try {
             l.channel->send(Kind::batch, w.bytes());
         } catch (const ChannelError& e) {
+            g_lost = true;
             lost(l, std::string("is gone (") + e.what() + ")");
         }
         const Message m = await_reply(l);
@@ -157,6 +164,8 @@ double end_batch() {
 
 void set_call_timeout(double seconds) { g_timeout = seconds; }
 
+bool host_lost() { return g_lost; }
+
 std::unique_ptr<Submission> connect(Side side, int channel_fd, int lesson, const std::string& label, double seconds) {
     Link& link = g_links[side];
     link.channel = std::make_unique<Channel>(channel_fd);
@@ -167,10 +176,14 @@ std::unique_ptr<Submission> connect(Side side, int channel_fd, int lesson, const
     try {
         hello = link.channel->receive(seconds);
     } catch (const ChannelError& e) {
-        throw std::runtime_error(link.who + " did not start: " + e.what());
+        g_lost = true;
+        throw std::runtime_error(link.who + " ended before it was ready (" + e.what() + ")");
     }
     Reader r(hello.body);
-    if (hello.kind != Kind::hello) throw std::runtime_error(link.who + " did not introduce itself");
+    if (hello.kind != Kind::hello) {
+        g_lost = true;
+        throw std::runtime_error(link.who + " sent something else before it was ready");
+    }
     const auto ok = r.get<uint8_t>();
     const std::string message = r.get_text();
     if (!ok) throw std::runtime_error(message);

@@ -30,6 +30,9 @@ std::unique_ptr<Submission> start_host(Side side, const std::string& library, in
 /// Installs the buffer hooks for remote grading: shared allocations and batched, wall-clock-timed calls.
 void install_remote_hooks();
 
+/// True once a host process ended, hung, or broke the protocol (not when it reported a failed kernel).
+bool host_lost();
+
 /// Seconds a call may take before the other process is declared hung.
 void set_call_timeout(double seconds);
 

@@ -35,6 +35,7 @@ bool write_json(const RunReport& r, const std::string& path) {
     j["gate_notes"] = r.gate_notes;
     j["still_stub"] = r.still_stub;
     if (r.remote) j["remote"] = true;
+    if (r.host_lost) j["host_lost"] = true;
     j["emulated"] = r.emulated;
     j["gpu"] = r.gpu;
     j["driver"] = r.driver;

@@ -44,6 +44,7 @@ struct RunReport {
     bool still_stub = false;              ///< the failures say the file is still the shipped stub
     bool emulated = false;                ///< graded on the CPU emulator: correctness only, no gate
     bool remote = false;                  ///< the submission ran in its own process (remote grading)
+    bool host_lost = false;               ///< remote grading: that process ended, hung or broke the protocol
     std::string gpu, driver, cuda;
     int sm = 0;
     double copy_gbps = 0, gate_fraction = 0;

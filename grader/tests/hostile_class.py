@@ -134,6 +134,33 @@ PAYLOADS = {
                 if (write(fd, forged.data(), forged.size()) < 0) {}
         }
         if (!path.empty() && path.rfind("/dev/fd/", 0) != 0) { std::ofstream f(path); f << forged; }""",
+    # Forges a passing report into its grader's report pipe and ends the process before the grader can
+    # write: in the grader's own process this is a clean-looking pass (exit 0, the right seed). `fast`
+    # adds benchmark rows at ten times the device's bandwidth. Where there is no pipe (its code in a
+    # process of its own), it does nothing and its kernel runs as written.
+    "forge_exit": """
+        std::ifstream c("/proc/self/cmdline");
+        std::string all((std::istreambuf_iterator<char>(c)), std::istreambuf_iterator<char>());
+        std::vector<std::string> args; size_t s = 0;
+        for (size_t i = 0; i < all.size(); ++i) if (all[i] == 0) { args.push_back(all.substr(s, i - s)); s = i + 1; }
+        std::string seed = "0", lesson = "lesson1";
+        for (size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == "--seed") seed = args[i + 1];
+            if (args[i] == "--lesson") lesson = "lesson" + args[i + 1];
+        }
+        const std::string bench = WB_FAST ? "{\\"shape\\": \\"32768x4096\\", \\"dtype\\": \\"bf16\\", \\"student_gbps\\": 30000,"
+            " \\"reference_gbps\\": 3000, \\"ratio\\": 10, \\"noise\\": 0.01, \\"verdict\\": \\"pass\\"}" : "";
+        const std::string forged = "{\\"lesson\\": \\"" + lesson + "\\", \\"seed\\": " + seed +
+            ", \\"verdict\\": \\"pass\\", \\"reason\\": \\"\\", \\"cases\\": [], \\"bench\\": [" + bench + "]}";
+        bool forged_one = false;
+        for (int fd = 3; fd < 256; ++fd) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+                if (write(fd, forged.data(), forged.size()) < 0) {}
+                forged_one = true;
+            }
+        }
+        if (forged_one) _exit(0);""",
     # Reaches for the network: a server the check runs on the loopback, and the outside world.
     "network": """
         auto reach = [](const char* host, int port) {
@@ -163,9 +190,11 @@ COMPILE_BOMB = ("constexpr unsigned long wb_step(unsigned long i) { unsigned lon
 
 
 def _hostile(base, name, payload, port):
-    body = PAYLOADS[payload]
+    fast = payload == "forge_fast"
+    body = PAYLOADS["forge_exit" if fast else payload]
     helpers = WALK if "wb_walk" in body else ""
     code = (f"// student: {name}\n{HEADERS}\n{base}\n#define WB_NAME \"student: {name}\"\n#define WB_PORT {port}\n"
+            f"#define WB_FAST {int(fast)}\n"
             f"namespace {{\n{helpers}int wb_payload() {{\n{body}\nreturn 0;\n}}\n")
     return code + "[[maybe_unused]] const int wb_run = wb_payload();\n}  // namespace\n"
 
@@ -208,10 +237,13 @@ def write_class(lesson, folder, port):
             ("jon", "memory", "memory limit"), ("lea", "leave_behind", "correct"),
             ("max", "overwrite", "correct"), ("ned", "read_others", "correct"),
             ("oli", "forge_report", "report tampered"), ("pam", "network", "correct"),
-            ("quin", "fork_bomb", "process limit"), ("ray", "big_file", "file size limit")]:
-        base = wrong if payload == "forge_report" else solution  # a forged pass for a wrong kernel
+            ("quin", "fork_bomb", "process limit"), ("ray", "big_file", "file size limit"),
+            ("uma", "forge_exit", "wrong answer at")]:
+        base = wrong if payload.startswith("forge") else solution  # a forged pass for a wrong kernel
         put(name, _hostile(base, name, payload, port), status, f"hostile: {payload.replace('_', ' ')}")
     if lesson.number != 1:
+        put("vic", _hostile(solution, "vic", "forge_fast", port), "correct",
+            "hostile: a forged pass with ten times the bandwidth, for a correct kernel")
         put("sam", _hostile(solution, "sam", "gpu_hog", port), "correct", "hostile: a GPU hog left behind")
         private = solution.replace(", 0, stream>>>", ", 0, wb_private_stream()>>>")
         assert private != solution, "the reference's launches changed: update the private-stream edit"
@@ -337,6 +369,10 @@ def run(argv=None):
                   all(r.get("gpu_check", "checked") == "checked" for r in rows.values()),
                   "; ".join(sorted({r.get('gpu_check', '') for r in rows.values()}))[:200])
         time.sleep(0.5)
+    if lesson.needs_gpu and runs:
+        vic, ann = runs[0].get("vic", {}).get("gbps", 0), runs[0].get("ann", {}).get("gbps", 0)
+        check("first run: the forged bandwidth is not what the board ranks (vic within 10% of ann)",
+              ann > 0 and vic <= 1.1 * ann, f"vic {vic:.0f} GB/s, ann {ann:.0f} GB/s")
     if args.alone and runs:
         with open(args.alone, encoding="utf-8") as f:
             alone = summarise(json.load(f).get("bench", []))

@@ -4,6 +4,12 @@ The submission's file is copied into a private folder; the compiler and then the
 the sandbox. The grader's verdict comes back on a pipe the board created (its write end handed to the
 grader as an open descriptor, not a path), is parsed as exactly one JSON document, and is checked
 against the seed the board drew and the grader's exit status before it is believed.
+
+That first grading runs the submission's code in the grader's own process, which is what catches work
+on the wrong stream or before a grid-dependency wait, but it also means the code could write that
+process's report. So a "pass" there is only a ticket to the second grading, from outside (remote.py):
+the grader in the board's own process, the submission's code in the sandbox in another one. The row's
+verdict and timings are that second grading's.
 """
 import json
 import os
@@ -14,6 +20,7 @@ import signal
 from .. import exitcodes
 from ..build import compile_command, config, library
 from .gpu_guard import foreign_processes, gpu_identity
+from .remote import grade_remotely
 from .ranking import summarise
 from ..stub import shipped_stub
 from .result_store import file_hash
@@ -173,21 +180,32 @@ class Submission:
         seed = str(secrets.randbits(63))  # drawn now, after the submission is fixed: it cannot be anticipated
         cmd = [self.cfg["grader"], "--lesson", str(lesson.number), "--student",
                self.sandbox.inside(self.lib, self.work), "--source-name", self.name, "--seed", seed,
-               "--json", "/dev/fd/{report_fd}"]
+               "--json", "/dev/fd/{report_fd}", "--no-bench"]
         if lesson.needs_gpu:
             cmd += ["--reference", self.reference]
-        if limits.samples:
-            cmd += ["--samples", str(limits.samples)]
         if self._is_shipped_stub():
             cmd.append("--untouched-stub")  # the grader's reason then says so, whatever the stub does
         ident = gpu_identity(device)
-        foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
         run = self.sandbox.run(cmd, self.work, limits.grading, device=device, report=True, gpu=lesson.needs_gpu)
         result = {"seed": seed, "left_behind": self.left + run.left_behind, "output_bytes": run.output_bytes,
-                  "peak_memory_mib": round(run.peak_memory / MiB), "gpu_check": note or "checked"}
+                  "peak_memory_mib": round(run.peak_memory / MiB)}
+        first = _verdict(run, seed, lesson, limits)
+        if first.get("verdict") != "pass":
+            result.update(first)
+            return self._finish(ident, result)
+        # Its own process said pass. Grade it again from outside, where nothing of it can reach the verdict.
+        foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
+        result["gpu_check"] = note or "checked"
         if foreign:
             result.update({"clean": False, "foreign_gpu": foreign})
-        result.update(_verdict(run, seed, lesson, limits))
+        remote = grade_remotely(self.sandbox, self.work, self.sandbox.inside(self.lib, self.work), self.cfg["grader"],
+                                lesson, self.name, self.reference, limits.grading, device, limits.samples)
+        result["seed"] = remote.seed
+        result["output_bytes"] += remote.host.output_bytes if remote.host else 0
+        if remote.host:
+            result["left_behind"] += remote.host.left_behind
+            result["peak_memory_mib"] = max(result["peak_memory_mib"], round(remote.host.peak_memory / MiB))
+        result.update(_remote_verdict(remote, lesson, limits))
         return self._finish(ident, result)
 
 
@@ -215,6 +233,34 @@ def _verdict(run, seed, lesson, limits):
               "detail": report.get("reason", ""), "bench": report.get("bench", []), "cuda": report.get("cuda", "")}
     if report.get("driver"):
         result["driver"] = report["driver"]
+    return result
+
+
+def _remote_verdict(remote, lesson, limits):
+    """Status, verdict, detail and bench rows of the grading from outside."""
+    host = remote.host
+    if host is not None and host.limit:
+        return {"status": host.limit, "verdict": None,
+                "detail": f"stopped at the {host.limit} ({_limit_value(host.limit, limits.grading)})"}
+    if remote.timed_out:
+        return {"status": "time limit", "verdict": None, "detail": f"stopped at the time limit ({limits.grading.seconds} s)"}
+    report, problem = read_report(remote.report, remote.seed, lesson)
+    if report is None:
+        # The board's own grader failed: say so plainly, it is not the submission's doing.
+        return {"status": "board error", "verdict": None,
+                "detail": problem or ("the grader outside the sandbox ended with code "
+                                      f"{remote.code} without a report: " + remote.grader_output.strip()[-300:])}
+    result = {"verdict": report.get("verdict"), "detail": report.get("reason", ""), "bench": report.get("bench", []),
+              "cuda": report.get("cuda", ""), "remote": True}
+    if report.get("driver"):
+        result["driver"] = report["driver"]
+    if report.get("host_lost"):
+        if host is not None and host.signal:
+            result["status"] = f"crashed (signal {host.signal}, {_signal_name(host.signal)})"
+        else:
+            result["status"] = "exited during grading"
+        return result
+    result["status"] = classify(report, remote.code, False)
     return result
 
 

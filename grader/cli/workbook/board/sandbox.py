@@ -63,6 +63,7 @@ class Outcome:
         self.peak_memory = 0      # peak summed resident size seen, bytes
         self.peak_processes = 0
         self.left_behind = []     # processes found alive after the run (all killed)
+        self.cancelled = False    # ended by its caller (see Sandbox.run's `cancel`)
 
     def output(self):
         """Head and tail of what was printed, with a note where the middle was dropped."""
@@ -254,9 +255,11 @@ class Sandbox:
                 "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp", "--"]
         return cmd + list(argv)
 
-    def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False):
+    def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False, share=None, cancel=None):
         """Runs argv in the sandbox; returns an Outcome. With report=True the process gets a pipe
-        whose write end is fd REPORT_FD's number (`report_fd` in the environment) for its report."""
+        whose write end is fd REPORT_FD's number (`report_fd` in the environment) for its report.
+        `share`: one more open descriptor the process inherits (`{share_fd}` in argv names it).
+        `cancel`: a threading.Event; once set, the run is ended (not a limit: its caller is done with it)."""
         outcome = Outcome()
         drop = self.mode == "unprivileged" and os.geteuid() == 0
         ticket = secrets.token_hex(12)
@@ -271,6 +274,9 @@ class Sandbox:
         if report:
             read_end, write_end = os.pipe()
             pass_fds = (write_end,)
+        if share is not None:
+            pass_fds = pass_fds + (share,)
+        if report:
             if drop:  # /dev/fd/N re-opens the pipe, which checks its owner
                 os.fchown(write_end, NOBODY, NOBODY)
             env["WORKBOOK_REPORT_FD"] = str(write_end)
@@ -284,12 +290,14 @@ class Sandbox:
                 os.setuid(NOBODY)
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes * 4, limits.processes * 4))
 
-        argv = [a.replace("{report_fd}", str(write_end)) for a in argv]
+        argv = [a.replace("{report_fd}", str(write_end)).replace("{share_fd}", str(share)) for a in argv]
         proc = subprocess.Popen(self._command(argv, workdir, device, gpu), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=workdir,
                                 pass_fds=pass_fds, preexec_fn=preexec, start_new_session=True)
         if write_end is not None:
             os.close(write_end)
+        if share is not None:
+            os.close(share)  # handed over: the sandboxed process holds it now, and its end is seen as the end
         stop = threading.Event()
         pumps = [threading.Thread(target=self._pump_output, args=(proc.stdout, outcome, limits, proc, stop),
                                   daemon=True)]
@@ -318,14 +326,20 @@ class Sandbox:
             if outcome.limit:
                 self._end(proc, seen)
                 break
+            if cancel is not None and cancel.is_set():
+                outcome.cancelled = True
+                self._end(proc, seen)
+                break
             time.sleep(0.05)
         code = proc.wait()
         # After a limit, everything was killed on purpose; what is still exiting is not "left behind".
-        outcome.left_behind = self._sweep(proc.pid, seen, ticket, report=outcome.limit is None)
+        outcome.left_behind = self._sweep(proc.pid, seen, ticket, report=outcome.limit is None and not outcome.cancelled)
         for t in pumps:
             t.join(timeout=10)
         if outcome.limit is None and stop.is_set():
             outcome.limit = "output limit"
+        if outcome.cancelled:
+            return outcome
         if self.isolated and 128 < code < 128 + 65:
             code = -(code - 128)  # bubblewrap exits with 128 + N when what it ran died of signal N
         if code < 0:
