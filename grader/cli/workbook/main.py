@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -68,6 +69,10 @@ def _parser():
     p.add_argument("--emulate", action="store_true",
                    help="grade correctness on the CPU emulator even where a GPU is present (lessons 2-8; "
                         "without a GPU this is what happens anyway)")
+    p.add_argument("--remote", action="store_true",
+                   help="run your code in a process of its own, as the leaderboard grades it: outputs are "
+                        "checked and timed from the grader's process (the checks that need your launches in "
+                        "the grader's process, stream capture and the PDL chain, are not made)")
     p.add_argument("--watch-rounds", type=int, default=0, help=argparse.SUPPRESS)
     return p
 
@@ -160,6 +165,28 @@ def _use_emulator(lesson, args):
     return not emulated.gpu_present() and os.path.exists(emulated.CONFIG)
 
 
+def _call_remote(cmd):
+    """Runs the grader with the library in a second process (`wb-grader --serve`) behind a socket."""
+    at = cmd.index("--student")
+    lib = cmd[at + 1]
+    lesson = cmd[cmd.index("--lesson") + 1]
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    host = subprocess.Popen([cmd[0], "--serve", str(theirs.fileno()), "--lesson", lesson, "--student", lib],
+                            pass_fds=(theirs.fileno(),))
+    theirs.close()
+    grader = cmd[:at] + ["--remote-student", str(mine.fileno())] + cmd[at + 2:]
+    try:
+        code = subprocess.call(grader, pass_fds=(mine.fileno(),))
+    finally:
+        mine.close()
+        try:
+            host.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            host.kill()
+            host.wait()
+    return code
+
+
 def grade_once(lesson, args):
     source = os.path.abspath(args.source) if args.source else lesson.exercise
     shown = os.path.relpath(source, ROOT) if source.startswith(ROOT) else source
@@ -190,6 +217,8 @@ def grade_once(lesson, args):
                          untouched_stub=args.untouched_stub or (not args.source and is_shipped_stub(lesson)))
     if args.sanitize:
         code = _sanitize(cmd)
+    elif args.remote:
+        code = _call_remote(cmd)
     else:
         code = subprocess.call(cmd)
     progress.record_result(lesson, exitcodes.VERDICTS.get(code, "error"), shown)
