@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -33,6 +34,20 @@ struct CallTensors {
             }
             data.push_back(owned.back()->data());
         }
+    }
+
+    /// Outputs poisoned again (remote timing: before every sample).
+    void poison_outputs(const GpuCall& call, cudaStream_t stream) {
+        for (size_t i = 0; i < call.tensors.size(); ++i)
+            if (!call.tensors[i].is_input && call.tensors[i].alias_of < 0) poison_output(*owned[i], stream);
+    }
+
+    /// Output elements that still hold the poison's bits.
+    size_t poisoned_elements(const GpuCall& call, cudaStream_t stream) {
+        size_t n = 0;
+        for (size_t i = 0; i < call.tensors.size(); ++i)
+            if (!call.tensors[i].is_input && call.tensors[i].alias_of < 0) n += count_poisoned(*owned[i], stream);
+        return n;
     }
 
     void prepare(const GpuCall& call, cudaStream_t stream) {
@@ -236,7 +251,7 @@ class TimedCall {
 public:
     TimedCall(const CallBuilder& build, uint64_t seed) {
         const GpuCall first = build(seed);
-        const int sets = sets_for(bytes_moved(first));
+        const int sets = remote_grading() ? remote_sets(bytes_moved(first)) : sets_for(bytes_moved(first));
         cudaStream_t stream = grader_stream();
         for (int i = 0; i < sets; ++i) {
             calls_.push_back(build(seed));
@@ -248,10 +263,7 @@ public:
             }
         }
         WB_CUDA_CHECK(cudaStreamSynchronize(stream));
-        if (remote_grading()) {
-            rounds_ = remote_rounds(bytes_moved(first) * sets);
-            return;
-        }
+        if (remote_grading()) return;
         WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
         cudaError_t launched = cudaSuccess;
         for (int i = 0; i < sets && launched == cudaSuccess; ++i) launched = calls_[i].launch(tensors_[i]->data, stream);
@@ -299,29 +311,42 @@ public:
     }
 
 private:
-    /// Under remote grading: rounds of every set per sample, sent as one batch and timed by this
-    /// process's clock from sending to the answer, so a sample lasts a few milliseconds and the
-    /// round trip between the processes (tens of microseconds) stays a small part of it.
-    static int remote_rounds(double bytes_per_round) {
-        const double seconds_per_round = bytes_per_round / 3e12;  // about the fastest memory there is
-        return static_cast<int>(std::clamp(std::ceil(4e-3 / seconds_per_round), 1.0, 256.0));
+    /// Under remote grading: tensor sets per sample. Every timed launch gets a set of its own, with
+    /// outputs poisoned before the sample and checked after it, so a launch that was not made shows;
+    /// enough of them that a sample lasts about two milliseconds (the round trip between the
+    /// processes, tens of microseconds, stays a small part of it), within 8 GiB.
+    static int remote_sets(double bytes) {
+        const double wanted = std::ceil(6e9 / bytes), room = std::floor(8e9 / bytes);
+        return static_cast<int>(std::max(1.0, std::min({wanted, room, 256.0})));
     }
 
     double remote_sample(cudaStream_t stream) {
-        WB_CUDA_CHECK(cudaStreamSynchronize(stream));  // the L2 clear is done before the clock starts
+        for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->poison_outputs(calls_[i], stream);
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream));  // the L2 clear and the poison are done before the clock starts
         buffer_hooks().begin_batch();
         cudaError_t launched = cudaSuccess;
-        for (int r = 0; r < rounds_ && launched == cudaSuccess; ++r)
-            for (size_t i = 0; i < calls_.size() && launched == cudaSuccess; ++i)
-                launched = calls_[i].launch(tensors_[i]->data, stream);
+        for (size_t i = 0; i < calls_.size() && launched == cudaSuccess; ++i)
+            launched = calls_[i].launch(tensors_[i]->data, stream);
         const double seconds = buffer_hooks().end_batch();
         if (launched != cudaSuccess) throw std::runtime_error(std::string("a timed launch returned ") + cudaGetErrorName(launched));
-        return seconds / (static_cast<double>(rounds_) * static_cast<double>(calls_.size()));
+        // Every launch wrote every output element; two sets, chosen only now, are checked in full.
+        for (size_t i = 0; i < calls_.size(); ++i) {
+            const size_t left = tensors_[i]->poisoned_elements(calls_[i], stream);
+            if (left)
+                throw std::runtime_error("a timed launch left " + std::to_string(left) +
+                                         " output element(s) unwritten: not every launch the time covers was made");
+        }
+        std::random_device pick;
+        for (int k = 0; k < 2; ++k) {
+            const size_t i = pick() % calls_.size();
+            const std::string p = check_call(calls_[i], *tensors_[i], stream);
+            if (!p.empty()) throw std::runtime_error("a timed launch wrote a wrong output: " + p);
+        }
+        return seconds / static_cast<double>(calls_.size());
     }
 
     std::vector<GpuCall> calls_;
     std::vector<std::unique_ptr<CallTensors>> tensors_;
-    int rounds_ = 1;
     cudaGraphExec_t exec_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };

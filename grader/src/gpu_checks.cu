@@ -45,6 +45,15 @@ __global__ void poison_kernel(Bits* data, Layout layout) {
         data[layout.offset(i / layout.cols, i % layout.cols)] = static_cast<Bits>(~Bits(0));
 }
 
+template <typename Bits>
+__global__ void count_poisoned_kernel(const Bits* data, Layout layout, unsigned long long* count) {
+    const int64_t n = layout.rows * layout.cols;
+    unsigned long long mine = 0;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        mine += data[layout.offset(i / layout.cols, i % layout.cols)] == static_cast<Bits>(~Bits(0));
+    if (mine) atomicAdd(count, mine);
+}
+
 struct DeviceStats {
     unsigned long long bad, unwritten, first;
 };
@@ -171,6 +180,25 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
         poison_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<Bits*>(t.data()), l);
     });
     WB_CUDA_CHECK(cudaGetLastError());
+}
+
+size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
+    const Layout& l = t.layout();
+    if (l.rows == 0) return 0;
+    unsigned long long* d = nullptr;
+    WB_CUDA_CHECK(cudaMallocAsync(&d, sizeof *d, stream));
+    WB_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
+    with_type(t.dtype(), [&](auto tag) {
+        using Bits = BitsOf<decltype(tag)>;
+        count_poisoned_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+            static_cast<const Bits*>(t.data()), l, d);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+    unsigned long long h = 0;
+    WB_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
+    WB_CUDA_CHECK(cudaFreeAsync(d, stream));
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return static_cast<size_t>(h);
 }
 
 namespace {

@@ -19,6 +19,9 @@ void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t strea
 /// Poisons every owned element with NaN; guards and padding get the marker.
 void poison_output(const DeviceTensor& t, cudaStream_t stream);
 
+/// Elements of `t`'s rows (not the padding between them) that still hold the poison's bits; waits for `stream`.
+size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream);
+
 /// Which output of the problem a tensor holds.
 enum class OutputKind {
     normalised,         ///< y, judged by output_tolerance

@@ -89,16 +89,46 @@ int serve(int fd, int lesson, const std::string& library) {
                     break;
                 }
                 case Kind::batch: {
+                    // Timed by the grader's clock: captured into one graph where the calls allow it
+                    // (launches cost the CPU more than tiny kernels take), launched directly otherwise.
                     const auto count = r.get<uint32_t>();
+                    const std::vector<unsigned char> calls(m.body.begin() + sizeof(uint32_t), m.body.end());
+                    auto run_all = [&]() -> int64_t {
+                        Reader each(calls);
+                        for (uint32_t i = 0; i < count; ++i) {
+                            const auto index = each.get<uint32_t>();
+                            if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
+                            Writer out;
+                            entries[index](each, state, out);
+                            Reader result(out.bytes());
+                            if (const auto e = result.get<int64_t>()) return e;
+                        }
+                        return 0;
+                    };
                     int64_t first_error = 0;
-                    for (uint32_t i = 0; i < count && first_error == 0; ++i) {
-                        const auto index = r.get<uint32_t>();
-                        if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
-                        Writer out;
-                        entries[index](r, state, out);
-                        Reader result(out.bytes());
-                        first_error = result.get<int64_t>();
+                    bool done = false;
+                    if (gpu) {
+                        cudaStream_t s = state.own_stream();
+                        cudaGraph_t graph = nullptr;
+                        cudaGraphExec_t exec = nullptr;
+                        if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
+                            const int64_t e = run_all();
+                            const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+                            if (e == 0 && ended == cudaSuccess && graph &&
+                                cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
+                                cudaGraphLaunch(exec, s) == cudaSuccess)
+                                done = true;
+                            if (graph) cudaGraphDestroy(graph);
+                        }
+                        cudaGetLastError();
+                        const std::string problem = finish_device_work(gpu);
+                        if (exec) cudaGraphExecDestroy(exec);
+                        if (!problem.empty()) {
+                            fail(channel, problem);
+                            return 1;
+                        }
                     }
+                    if (!done) first_error = run_all();
                     const std::string problem = finish_device_work(gpu);
                     if (!problem.empty()) {
                         fail(channel, problem);
