@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -57,6 +58,7 @@ int serve(int fd, int lesson, const std::string& library) {
     }
     const bool gpu = info->needs_gpu;
     HostState state;
+    std::map<std::vector<unsigned char>, cudaGraphExec_t> graphs;  ///< a timed batch's calls -> its graph
     for (;;) {
         Message m;
         try {
@@ -74,7 +76,13 @@ int serve(int fd, int lesson, const std::string& library) {
                     state.buffers.map(id, size, device, m.fd);
                     break;
                 }
-                case Kind::release: state.buffers.unmap(r.get<uint64_t>()); break;
+                case Kind::release:
+                    // A graph may hold the buffer's addresses: every cached graph goes first.
+                    for (auto& g : graphs)
+                        if (g.second) cudaGraphExecDestroy(g.second);
+                    graphs.clear();
+                    state.buffers.unmap(r.get<uint64_t>());
+                    break;
                 case Kind::call: {
                     const auto index = r.get<uint32_t>();
                     if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
@@ -108,21 +116,25 @@ int serve(int fd, int lesson, const std::string& library) {
                     int64_t first_error = 0;
                     bool done = false;
                     if (gpu) {
+                        // The same batch comes again for every sample: its graph is made once.
                         cudaStream_t s = state.own_stream();
-                        cudaGraph_t graph = nullptr;
-                        cudaGraphExec_t exec = nullptr;
-                        if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
-                            const int64_t e = run_all();
-                            const cudaError_t ended = cudaStreamEndCapture(s, &graph);
-                            if (e == 0 && ended == cudaSuccess && graph &&
-                                cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
-                                cudaGraphLaunch(exec, s) == cudaSuccess)
-                                done = true;
-                            if (graph) cudaGraphDestroy(graph);
+                        auto cached = graphs.find(calls);
+                        if (cached == graphs.end()) {
+                            cudaGraph_t graph = nullptr;
+                            cudaGraphExec_t exec = nullptr;
+                            if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
+                                const int64_t e = run_all();
+                                const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+                                if (e != 0 || ended != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+                                    exec = nullptr;
+                                if (graph) cudaGraphDestroy(graph);
+                            }
+                            cudaGetLastError();
+                            cached = graphs.emplace(calls, exec).first;  // nullptr: launch directly
                         }
+                        if (cached->second && cudaGraphLaunch(cached->second, s) == cudaSuccess) done = true;
                         cudaGetLastError();
                         const std::string problem = finish_device_work(gpu);
-                        if (exec) cudaGraphExecDestroy(exec);
                         if (!problem.empty()) {
                             fail(channel, problem);
                             return 1;
