@@ -186,6 +186,24 @@ class LessonOneTests(GradeTestCase):
         code, out = self.grade("lesson1", "--source", self.write("half.cpp", bad), "--cases", "prime_cols")
         self.assertEqual(code, 1, out)
 
+    def test_remote_grading_checks_from_outside_the_submissions_process(self):
+        # The solution passes with its code in a process of its own.
+        path = os.path.join(self.tmp, "remote.json")
+        code, out = self.grade("lesson1", "--source", SOLUTION1, "--remote", "--json", path)
+        self.assertEqual(code, 0, out)
+        self.assertIn("remote grading", out)
+        with open(path, encoding="utf-8") as f:
+            self.assertTrue(json.load(f).get("remote"))
+        # A wrong kernel is judged on what it wrote, from the grader's process (the board's forged-pass
+        # cases, which need the board's report pipe, are in hostile_class.py: uma and vic).
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        wrong = text.replace("sum / static_cast<float>(cols) + eps)", "sum / static_cast<float>(cols)) + eps")
+        self.assertNotEqual(wrong, text)
+        code, out = self.grade("lesson1", "--source", self.write("wrong.cpp", wrong), "--remote", "--cases", "eps")
+        self.assertEqual(code, 1, out)
+        self.assertIn("FAIL  eps_inside_sqrt", out)
+
     def test_compile_error_shows_the_compiler_and_exits_3(self):
         path = self.write("broken.cpp", "namespace workbook::lesson1 { void rmsnorm( }\n")
         code, out = self.grade("lesson1", "--source", path, "--json", os.path.join(self.tmp, "b.json"))
