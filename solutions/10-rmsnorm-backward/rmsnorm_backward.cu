@@ -47,6 +47,11 @@ constexpr int64_t kFewRows = 256;
 /// Threads of the column kernel: 32 columns (the lanes) by 8 slices of the partials (the warps).
 constexpr int kColumnBlock = 256;
 
+/// Warp-per-row blocks each SM keeps resident, by vectors per lane: the launch bounds hold the
+/// registers to what that many blocks need (42, 64 and 128 a thread), so the grid can be sized
+/// from it without asking the driver.
+constexpr int warp_rows_blocks_per_sm(int vecs) { return vecs == 1 ? 6 : vecs == 2 ? 4 : 2; }
+
 /// fp32 view of an element: all arithmetic is fp32.
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -160,7 +165,7 @@ __device__ __forceinline__ void row_outputs(const Pack<T, VEC> (&dy)[V], const P
  * writes one partial row.
  */
 template <typename T, int VEC, int V>
-__global__ void __launch_bounds__(kWarpRowsBlock)
+__global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     backward_warp_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     constexpr int kWarps = kWarpRowsBlock / kWarpSize;
@@ -237,7 +242,7 @@ __global__ void __launch_bounds__(kWarpRowsBlock)
  * the same iterations and meet at the same barriers.
  */
 template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK>
-__global__ void __launch_bounds__(MAX_BLOCK)
+__global__ void __launch_bounds__(MAX_BLOCK, 1)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     __shared__ float warp_sums[2][MAX_BLOCK / kWarpSize];
@@ -369,15 +374,11 @@ struct Plan {
     size_t smem = 0;        ///< dynamic shared memory per block
 };
 
-/// Blocks of `kernel` one SM keeps resident with `block` threads and `smem` bytes, at least 1.
-template <typename Kernel>
-int resident_blocks(Kernel kernel, int block, size_t smem) {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem) != cudaSuccess) {
-        (void)cudaGetLastError();
-        n = 1;
-    }
-    return n > 0 ? n : 1;
+/// Blocks of up to MAX_BLOCK threads whose launch bounds cap their registers at one such block
+/// per SM: with `block` threads, MAX_BLOCK / block of them fit (registers and threads alike).
+template <int MAX_BLOCK>
+int block_rows_blocks_per_sm(int block) {
+    return block < MAX_BLOCK ? MAX_BLOCK / block : 1;
 }
 
 template <typename T, int VEC, int V>
@@ -387,8 +388,7 @@ void plan_warp_rows(Plan& p, int64_t rows, int cols, int sms) {
     p.block = kWarpRowsBlock;
     p.cluster = 1;
     p.smem = static_cast<size_t>(cols) * sizeof(float);
-    const int64_t resident =
-        static_cast<int64_t>(sms) * resident_blocks(backward_warp_rows_kernel<T, VEC, V>, kWarpRowsBlock, p.smem);
+    const int64_t resident = static_cast<int64_t>(sms) * warp_rows_blocks_per_sm(V);
     const int64_t needed = (rows + kWarpRowsBlock / kWarpSize - 1) / (kWarpRowsBlock / kWarpSize);
     p.grid = needed < resident ? needed : resident;
     p.groups = p.grid;
@@ -423,7 +423,7 @@ cudaError_t plan_block_rows(Plan& p, int64_t rows, int nvec, int sms) {
         if (err != cudaSuccess) return err;
         resident = clusters > 0 ? clusters : 1;
     } else {
-        resident = static_cast<int64_t>(sms) * resident_blocks(kernel, p.block, 0);
+        resident = static_cast<int64_t>(sms) * block_rows_blocks_per_sm<MAX_BLOCK>(p.block);
     }
     const int64_t limit = kMaxGridX / cluster;
     int64_t groups = rows < resident ? rows : resident;
