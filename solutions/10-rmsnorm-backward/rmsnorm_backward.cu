@@ -14,9 +14,10 @@
  *    column sums have to live somewhere for the whole launch, and 65536 fp32 sums are a whole
  *    SM's register file, so the row's columns are split over the blocks of a cluster, and the
  *    row sum `m` is exchanged through distributed shared memory (lesson 8);
- *  - the plan: one warp per row up to 128 vectors, one block per row up to 2048, a cluster
- *    of 2 to 8 blocks beyond; the grid sized to what the device keeps resident, so each row
- *    group walks many rows and the partials stay few.
+ *  - the plan: one warp per row up to 128 vectors, one block per row up to 1024, a cluster
+ *    of 2 to 8 blocks beyond; the grid sized to what the device keeps resident (two blocks
+ *    per SM, so one loads while the other waits at a barrier), so each row group walks many
+ *    rows and the partials stay few.
  *
  * What it leaves out: programmatic dependent launch of the column kernel (lesson 7), which
  * would hide its launch behind the first kernel's tail, and TMA loads.
@@ -241,8 +242,8 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
  * the same iterations and meet at the same barriers.
  */
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK>
-__global__ void __launch_bounds__(MAX_BLOCK, 1)
+template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     __shared__ float warp_sums[2][MAX_BLOCK / kWarpSize];
@@ -364,27 +365,64 @@ __global__ void __launch_bounds__(kColumnBlock)
 /// [column-pass]
 
 /// How a call is laid out on the device.
-struct Plan {
-    bool warp_rows = true;  ///< one warp per row, else a block or a cluster per row
-    int vecs = 1;           ///< V: vectors per thread per row
-    int block = 0;          ///< threads per block
-    int cluster = 1;        ///< blocks per row
-    int64_t groups = 0;     ///< row groups = partial rows of the workspace
-    int64_t grid = 0;       ///< blocks
-    size_t smem = 0;        ///< dynamic shared memory per block
+enum class RowKernel {
+    warp1, warp2, warp4,    ///< a warp per row, 1, 2 or 4 vectors a lane
+    few, few_cluster,       ///< few rows: one vector a thread, a block (or a cluster) of up to 1024 threads
+    wide, wide_cluster,     ///< 4 vectors a thread, blocks of up to 256 threads, two per SM
+    wide_big_cluster,       ///< fp32 rows past 8192 vectors: blocks of up to 512 threads, one per SM
+    scalar, scalar_cluster, ///< unvectorised rows: 8 elements a thread, up to 1024 threads
 };
 
-/// Blocks of up to MAX_BLOCK threads whose launch bounds cap their registers at one such block
-/// per SM: with `block` threads, MAX_BLOCK / block of them fit (registers and threads alike).
-template <int MAX_BLOCK>
-int block_rows_blocks_per_sm(int block) {
-    return block < MAX_BLOCK ? MAX_BLOCK / block : 1;
+struct Plan {
+    RowKernel kernel = RowKernel::warp1;
+    int block = 0;       ///< threads per block
+    int cluster = 1;     ///< blocks per row
+    int64_t groups = 0;  ///< row groups = partial rows of the workspace
+    int64_t grid = 0;    ///< blocks
+    size_t smem = 0;     ///< dynamic shared memory per block
+};
+
+/// A block-per-row kernel's shape: V vectors a thread, rows split over a cluster or not, and
+/// its launch bounds (at most MAX_BLOCK threads, MIN_BLOCKS such blocks per SM).
+template <int V_, bool CLUSTER_, int MAX_BLOCK_, int MIN_BLOCKS_>
+struct BlockShape {
+    static constexpr int V = V_;
+    static constexpr bool CLUSTER = CLUSTER_;
+    static constexpr int MAX_BLOCK = MAX_BLOCK_;
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+};
+
+/// Calls f with the BlockShape of a block-per-row RowKernel (for VEC = 1, the scalar ones).
+template <int VEC, typename F>
+cudaError_t with_shape(RowKernel k, F&& f) {
+    if constexpr (VEC == 1) {
+        if (k == RowKernel::scalar_cluster) return f(BlockShape<8, true, 1024, 1>{});
+        return f(BlockShape<8, false, 1024, 1>{});
+    } else {
+        switch (k) {
+            case RowKernel::few: return f(BlockShape<1, false, 1024, 1>{});
+            case RowKernel::few_cluster: return f(BlockShape<1, true, 1024, 1>{});
+            case RowKernel::wide_cluster: return f(BlockShape<4, true, 256, 2>{});
+            case RowKernel::wide_big_cluster: return f(BlockShape<4, true, 512, 1>{});
+            default: return f(BlockShape<4, false, 256, 2>{});
+        }
+    }
 }
 
-template <typename T, int VEC, int V>
-void plan_warp_rows(Plan& p, int64_t rows, int cols, int sms) {
-    p.warp_rows = true;
-    p.vecs = V;
+/// Blocks of `block` threads one SM keeps resident, when the launch bounds hold the registers
+/// to what MIN_BLOCKS blocks of MAX_BLOCK threads need; the grid is sized from it, so no
+/// occupancy query is needed.
+template <typename S>
+int64_t blocks_per_sm(int block) {
+    int n = S::MAX_BLOCK * S::MIN_BLOCKS / block;
+    if (n > 2048 / block) n = 2048 / block;
+    if (n > 32) n = 32;
+    return n > 0 ? n : 1;
+}
+
+template <int V>
+void plan_warp_rows(Plan& p, RowKernel k, int64_t rows, int cols, int sms) {
+    p.kernel = k;
     p.block = kWarpRowsBlock;
     p.cluster = 1;
     p.smem = static_cast<size_t>(cols) * sizeof(float);
@@ -394,125 +432,111 @@ void plan_warp_rows(Plan& p, int64_t rows, int cols, int sms) {
     p.groups = p.grid;
 }
 
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK>
-cudaError_t plan_block_rows(Plan& p, int64_t rows, int nvec, int sms) {
-    p.warp_rows = false;
-    p.vecs = V;
-    // The smallest cluster whose blocks hold their slice within MAX_BLOCK threads.
-    int cluster = 1;
-    while (cluster < kMaxCluster && (nvec + V * cluster - 1) / (V * cluster) > MAX_BLOCK) cluster *= 2;
-    const int threads = (nvec + V * cluster - 1) / (V * cluster);
-    p.block = (threads + kWarpSize - 1) / kWarpSize * kWarpSize;
-    p.cluster = cluster;
-    p.smem = 0;
-    int64_t resident = 0;
-    auto kernel = backward_block_rows_kernel<T, VEC, V, CLUSTER, MAX_BLOCK>;
-    if (CLUSTER) {
-        cudaLaunchConfig_t config = {};
-        cudaLaunchAttribute attribute[1];
-        attribute[0].id = cudaLaunchAttributeClusterDimension;
-        attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-        attribute[0].val.clusterDim.y = 1;
-        attribute[0].val.clusterDim.z = 1;
-        config.gridDim = dim3(static_cast<unsigned>(cluster));
-        config.blockDim = dim3(static_cast<unsigned>(p.block));
-        config.attrs = attribute;
-        config.numAttrs = 1;
-        int clusters = 0;
-        const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
-        if (err != cudaSuccess) return err;
-        resident = clusters > 0 ? clusters : 1;
-    } else {
-        resident = static_cast<int64_t>(sms) * block_rows_blocks_per_sm<MAX_BLOCK>(p.block);
-    }
-    const int64_t limit = kMaxGridX / cluster;
-    int64_t groups = rows < resident ? rows : resident;
-    if (groups > limit) groups = limit;
-    p.groups = groups;
-    p.grid = groups * cluster;
-    return cudaSuccess;
+template <typename T, int VEC>
+cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sms) {
+    p.kernel = k;
+    return with_shape<VEC>(k, [&](auto shape) {
+        using S = decltype(shape);
+        // The smallest cluster whose blocks hold their slice within MAX_BLOCK threads.
+        int cluster = 1;
+        while (S::CLUSTER && cluster < kMaxCluster && (nvec + S::V * cluster - 1) / (S::V * cluster) > S::MAX_BLOCK)
+            cluster *= 2;
+        const int threads = (nvec + S::V * cluster - 1) / (S::V * cluster);
+        p.block = (threads + kWarpSize - 1) / kWarpSize * kWarpSize;
+        p.cluster = cluster;
+        p.smem = 0;
+        int64_t resident = static_cast<int64_t>(sms) * blocks_per_sm<S>(p.block);
+        if (S::CLUSTER) {
+            // Clusters are placed whole, inside one GPC: the driver knows how many fit.
+            cudaLaunchConfig_t config = {};
+            cudaLaunchAttribute attribute[1];
+            attribute[0].id = cudaLaunchAttributeClusterDimension;
+            attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+            attribute[0].val.clusterDim.y = 1;
+            attribute[0].val.clusterDim.z = 1;
+            config.gridDim = dim3(static_cast<unsigned>(cluster));
+            config.blockDim = dim3(static_cast<unsigned>(p.block));
+            config.attrs = attribute;
+            config.numAttrs = 1;
+            int clusters = 0;
+            const cudaError_t err = cudaOccupancyMaxActiveClusters(
+                &clusters, backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>, &config);
+            if (err != cudaSuccess) return err;
+            resident = clusters > 0 ? clusters : 1;
+        }
+        const int64_t limit = kMaxGridX / cluster;
+        int64_t groups = rows < resident ? rows : resident;
+        if (groups > limit) groups = limit;
+        p.groups = groups;
+        p.grid = groups * cluster;
+        return cudaSuccess;
+    });
 }
 
 /// [plan]
 /// The launch plan for rows of nvec vectors of VEC elements. Short rows: a warp per row,
 /// many rows per warp. Longer rows: a block per row, 4 vectors a thread (fp16/bf16: 32
-/// elements), up to 512 threads; past 2048 vectors a cluster of 2 to 8 such blocks. Few rows:
-/// one vector a thread and up to 1024 threads per block, for the shortest path per row.
+/// elements), up to 256 threads so that two blocks share an SM and one loads while the other
+/// waits at a barrier; past 1024 vectors a cluster of 2 to 8 such blocks. Few rows: one vector
+/// a thread and up to 1024 threads per block, for the shortest path per row.
 template <typename T, int VEC>
 cudaError_t make_plan(Plan& p, int64_t rows, int cols, int sms) {
     const int nvec = cols / VEC;
-    if (nvec <= kWarpSize) {
-        plan_warp_rows<T, VEC, 1>(p, rows, cols, sms);
-        return cudaSuccess;
-    }
-    if (nvec <= 2 * kWarpSize) {
-        plan_warp_rows<T, VEC, 2>(p, rows, cols, sms);
-        return cudaSuccess;
-    }
     if (nvec <= 4 * kWarpSize) {
-        plan_warp_rows<T, VEC, 4>(p, rows, cols, sms);
+        if (nvec <= kWarpSize) plan_warp_rows<1>(p, RowKernel::warp1, rows, cols, sms);
+        else if (nvec <= 2 * kWarpSize) plan_warp_rows<2>(p, RowKernel::warp2, rows, cols, sms);
+        else plan_warp_rows<4>(p, RowKernel::warp4, rows, cols, sms);
         return cudaSuccess;
     }
-    if constexpr (VEC == 1) {
-        // Unvectorised rows (odd cols, misaligned pointers): 8 elements a thread, 1024 threads.
-        if (nvec <= 8 * 1024) return plan_block_rows<T, VEC, 8, false, 1024>(p, rows, nvec, sms);
-        return plan_block_rows<T, VEC, 8, true, 1024>(p, rows, nvec, sms);
-    } else {
-        if (rows <= kFewRows && nvec <= 1024) return plan_block_rows<T, VEC, 1, false, 1024>(p, rows, nvec, sms);
-        if (rows <= kFewRows && nvec <= kMaxCluster * 1024)
-            return plan_block_rows<T, VEC, 1, true, 1024>(p, rows, nvec, sms);
-        if (nvec <= 4 * 512) return plan_block_rows<T, VEC, 4, false, 512>(p, rows, nvec, sms);
-        return plan_block_rows<T, VEC, 4, true, 512>(p, rows, nvec, sms);
-    }
+    RowKernel k;
+    if (VEC == 1) k = nvec <= 8 * 1024 ? RowKernel::scalar : RowKernel::scalar_cluster;
+    else if (rows <= kFewRows && nvec <= 1024) k = RowKernel::few;
+    else if (rows <= kFewRows && nvec <= kMaxCluster * 1024) k = RowKernel::few_cluster;
+    else if (nvec <= 4 * 256) k = RowKernel::wide;
+    else if (nvec <= kMaxCluster * 4 * 256) k = RowKernel::wide_cluster;
+    else k = RowKernel::wide_big_cluster;
+    return plan_block_rows<T, VEC>(p, k, rows, nvec, sms);
 }
 /// [plan]
 
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK>
+template <typename T, int VEC>
 cudaError_t launch_block_rows(const Plan& p, const Args<T>& a, cudaStream_t stream) {
-    if (!CLUSTER) {
-        backward_block_rows_kernel<T, VEC, V, CLUSTER, MAX_BLOCK><<<static_cast<unsigned>(p.grid), p.block, 0, stream>>>(a);
-        return cudaGetLastError();
-    }
-    auto kernel = backward_block_rows_kernel<T, VEC, V, CLUSTER, MAX_BLOCK>;
-    /// [cluster-launch]
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.gridDim = dim3(static_cast<unsigned>(p.grid));
-    config.blockDim = dim3(static_cast<unsigned>(p.block));
-    config.stream = stream;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, a);
-    /// [cluster-launch]
+    return with_shape<VEC>(p.kernel, [&](auto shape) -> cudaError_t {
+        using S = decltype(shape);
+        auto kernel = backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>;
+        if (!S::CLUSTER) {
+            backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>
+                <<<static_cast<unsigned>(p.grid), p.block, 0, stream>>>(a);
+            return cudaGetLastError();
+        }
+        /// [cluster-launch]
+        cudaLaunchConfig_t config = {};
+        cudaLaunchAttribute attribute[1];
+        attribute[0].id = cudaLaunchAttributeClusterDimension;
+        attribute[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
+        attribute[0].val.clusterDim.y = 1;
+        attribute[0].val.clusterDim.z = 1;
+        config.gridDim = dim3(static_cast<unsigned>(p.grid));
+        config.blockDim = dim3(static_cast<unsigned>(p.block));
+        config.stream = stream;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        return cudaLaunchKernelEx(&config, kernel, a);
+        /// [cluster-launch]
+    });
 }
 
-/// The row kernel the plan chose (the same branches as make_plan).
+/// The row kernel the plan chose.
 template <typename T, int VEC>
 cudaError_t launch_rows(const Plan& p, const Args<T>& a, cudaStream_t stream) {
-    if (p.warp_rows) {
-        const unsigned grid = static_cast<unsigned>(p.grid);
-        switch (p.vecs) {
-            case 1: backward_warp_rows_kernel<T, VEC, 1><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-            case 2: backward_warp_rows_kernel<T, VEC, 2><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-            default: backward_warp_rows_kernel<T, VEC, 4><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-        }
-        return cudaGetLastError();
+    const unsigned grid = static_cast<unsigned>(p.grid);
+    switch (p.kernel) {
+        case RowKernel::warp1: backward_warp_rows_kernel<T, VEC, 1><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        case RowKernel::warp2: backward_warp_rows_kernel<T, VEC, 2><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        case RowKernel::warp4: backward_warp_rows_kernel<T, VEC, 4><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        default: return launch_block_rows<T, VEC>(p, a, stream);
     }
-    const bool cluster = p.cluster > 1;
-    if constexpr (VEC == 1) {
-        return cluster ? launch_block_rows<T, VEC, 8, true, 1024>(p, a, stream)
-                       : launch_block_rows<T, VEC, 8, false, 1024>(p, a, stream);
-    } else {
-        if (p.vecs == 1)
-            return cluster ? launch_block_rows<T, VEC, 1, true, 1024>(p, a, stream)
-                           : launch_block_rows<T, VEC, 1, false, 1024>(p, a, stream);
-        return cluster ? launch_block_rows<T, VEC, 4, true, 512>(p, a, stream)
-                       : launch_block_rows<T, VEC, 4, false, 512>(p, a, stream);
-    }
+    return cudaGetLastError();
 }
 
 /// The vector width: 16 bytes when cols, every row stride (with a second row) and the four
