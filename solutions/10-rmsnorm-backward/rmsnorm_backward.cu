@@ -45,8 +45,8 @@ constexpr int kMaxCluster = 8;
 /// Rows at which the grid cannot fill the device with many rows per group: each row is
 /// spread over as many threads as it has vectors, one vector each, for the shortest latency.
 constexpr int64_t kFewRows = 256;
-/// Threads of the column kernel: 32 columns (the lanes) by 8 slices of the partials (the warps).
-constexpr int kColumnBlock = 256;
+/// Threads of the column kernel: 32 columns (the lanes) by 32 slices of the partials (the warps).
+constexpr int kColumnBlock = 1024;
 
 /// Warp-per-row blocks each SM keeps resident, by vectors per lane: the launch bounds hold the
 /// registers to what that many blocks need (42, 64 and 128 a thread), so the grid can be sized
@@ -111,10 +111,12 @@ struct Args {
     const T* __restrict__ weight;
     const float* __restrict__ rstd;
     T* __restrict__ dx;
-    float* __restrict__ partials;  ///< the workspace: one row of cols sums per row group
+    float* __restrict__ partials;  ///< the workspace: one row of cols sums per row group (null: none)
+    float* __restrict__ dweight;   ///< written by the column blocks of a few-rows launch
     int64_t dy_stride, x_stride, dx_stride;
     int64_t rows;
     int cols;
+    int64_t row_blocks;  ///< blocks [0, row_blocks) do rows; any after them add dweight's columns
 };
 
 /// [row-pass]
@@ -234,6 +236,35 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     /// [block-partial]
 }
 
+/// [direct-columns]
+/// Few rows: dweight straight from dy, x and rstd, no partials. Lane l owns column
+/// 32·col_block + l, warp w adds rows w, w + warps, ... in order, then warp 0 adds the warp
+/// sums in warp order: the same bits every run. The rows were just read by the row blocks of
+/// the same launch, so they mostly come from L2.
+template <typename T>
+__device__ void direct_column_sums(const Args<T>& a, int64_t col_block) {
+    __shared__ float slice_sums[kWarpSize][kWarpSize + 1];
+    const int lane = threadIdx.x % kWarpSize;
+    const int warp = threadIdx.x / kWarpSize;
+    const int warps = static_cast<int>(blockDim.x) / kWarpSize;
+    const int64_t col = col_block * kWarpSize + lane;
+    float sum = 0.0f;
+    if (col < a.cols) {
+        for (int64_t r = warp; r < a.rows; r += warps) {
+            const float xh = to_float(a.x[r * a.x_stride + col]) * a.rstd[r];
+            sum = fmaf(to_float(a.dy[r * a.dy_stride + col]), xh, sum);
+        }
+    }
+    slice_sums[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0 && col < a.cols) {
+        float total = slice_sums[0][lane];
+        for (int w = 1; w < warps; ++w) total += slice_sums[w][lane];
+        a.dweight[col] = total;
+    }
+}
+/// [direct-columns]
+
 /**
  * Longer rows: a block, or a cluster of CLUSTER blocks, per row. Block `rank` of a cluster
  * owns vectors [rank·blockDim·V, (rank+1)·blockDim·V) of every row, thread t the vectors
@@ -242,10 +273,15 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
  * the same iterations and meet at the same barriers.
  */
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
+template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS, bool PREFETCH>
 __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
+    // A few-rows launch: the blocks after the rows' add dweight's columns (whole clusters of them).
+    if (blockIdx.x >= a.row_blocks) {
+        direct_column_sums(a, blockIdx.x - a.row_blocks);
+        return;
+    }
     __shared__ float warp_sums[2][MAX_BLOCK / kWarpSize];
     __shared__ float block_sum;
 
@@ -279,18 +315,29 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     }
 
     const int64_t group = blockIdx.x / blocks;
-    const int64_t groups = gridDim.x / blocks;
-    int bank = 0;
-    for (int64_t row = group; row < a.rows; row += groups) {
-        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride);
-        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride);
-        P dyv[V], xv[V];
+    const int64_t groups = a.row_blocks / blocks;
+    auto load = [&](int64_t r, P(&dyv)[V], P(&xv)[V]) {
+        const P* dyr = reinterpret_cast<const P*>(a.dy + r * a.dy_stride);
+        const P* xr = reinterpret_cast<const P*>(a.x + r * a.x_stride);
 #pragma unroll
         for (int i = 0; i < V; ++i)
             if (valid[i]) {
                 dyv[i] = dyr[idx[i]];
                 xv[i] = xr[idx[i]];
             }
+    };
+    P dyv[V], xv[V];
+    if (PREFETCH && group < a.rows) load(group, dyv, xv);
+    int bank = 0;
+    for (int64_t row = group; row < a.rows; row += groups) {
+        /// [prefetch]
+        // With PREFETCH the next row's loads go out before this row's barriers, so the
+        // memory system stays busy while the block (and the cluster) wait for each other.
+        P next_dy[V], next_x[V];
+        const bool more = row + groups < a.rows;
+        if (!PREFETCH) load(row, dyv, xv);
+        else if (more) load(row + groups, next_dy, next_x);
+        /// [prefetch]
         const float rstd = a.rstd[row];
 
         /// [row-sum]
@@ -323,12 +370,21 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         /// [row-sum]
         const float m = dot * inv_cols;
         row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(a.dx + row * a.dx_stride), acc);
+        if (PREFETCH && more) {
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+                dyv[i] = next_dy[i];
+                xv[i] = next_x[i];
+            }
+        }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (CLUSTER) cg::this_cluster().barrier_wait();
 #endif
     }
 
-    // The group's partial: each thread writes the sums of its own columns.
+    // The group's partial: each thread writes the sums of its own columns. A few-rows launch
+    // has none: its column blocks add dweight from the inputs.
+    if (a.partials == nullptr) return;
     float* out = a.partials + group * a.cols;
 #pragma unroll
     for (int i = 0; i < V; ++i)
@@ -340,18 +396,30 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 
 /// [column-pass]
 /// dweight[c] = Σ_p partials[p][c] over the `groups` partial rows. Lane l of every warp owns
-/// column 32·blockIdx.x + l; warp w adds partials w, w + 8, ...; then warp 0 adds the eight
-/// warp sums in warp order. Coalesced 128-byte reads, a fixed order, no atomics.
+/// column 32·blockIdx.x + l; warp w adds partials w, w + 32, ... (four loads in flight before
+/// the adds); then warp 0 adds the 32 warp sums in warp order. Coalesced 128-byte reads, a
+/// fixed order, no atomics.
 __global__ void __launch_bounds__(kColumnBlock)
     column_sum_kernel(const float* __restrict__ partials, int64_t groups, int cols, float* __restrict__ dweight) {
     constexpr int kSlices = kColumnBlock / kWarpSize;
-    __shared__ float slice_sums[kSlices][kWarpSize];
+    __shared__ float slice_sums[kSlices][kWarpSize + 1];
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const int col = blockIdx.x * kWarpSize + lane;
     float sum = 0.0f;
     if (col < cols) {
-        for (int64_t p = warp; p < groups; p += kSlices) sum += partials[p * cols + col];
+        int64_t p = warp;
+        for (; p + 3 * kSlices < groups; p += 4 * kSlices) {
+            const float v0 = partials[p * cols + col];
+            const float v1 = partials[(p + kSlices) * cols + col];
+            const float v2 = partials[(p + 2 * kSlices) * cols + col];
+            const float v3 = partials[(p + 3 * kSlices) * cols + col];
+            sum += v0;
+            sum += v1;
+            sum += v2;
+            sum += v3;
+        }
+        for (; p < groups; p += kSlices) sum += partials[p * cols + col];
     }
     slice_sums[warp][lane] = sum;
     __syncthreads();
@@ -368,29 +436,39 @@ __global__ void __launch_bounds__(kColumnBlock)
 enum class RowKernel {
     warp1, warp2, warp4,    ///< a warp per row, 1, 2 or 4 vectors a lane
     few, few_cluster,       ///< few rows: one vector a thread, a block (or a cluster) of up to 1024 threads
-    wide, wide_cluster,     ///< 4 vectors a thread, blocks of up to 256 threads, two per SM
-    wide_big_cluster,       ///< fp32 rows past 8192 vectors: blocks of up to 512 threads, one per SM
+    wide,                   ///< 4 vectors a thread, blocks of up to 256 threads, two per SM
+    wide_cluster,           ///< 2 vectors a thread and the next row's loaded early, clusters of up to 512-thread blocks
+    wide_big_cluster,       ///< fp32 rows past 8192 vectors: 4 vectors a thread, blocks of up to 512 threads
     scalar, scalar_cluster, ///< unvectorised rows: 8 elements a thread, up to 1024 threads
 };
 
 struct Plan {
     RowKernel kernel = RowKernel::warp1;
-    int block = 0;       ///< threads per block
-    int cluster = 1;     ///< blocks per row
-    int64_t groups = 0;  ///< row groups = partial rows of the workspace
-    int64_t grid = 0;    ///< blocks
-    size_t smem = 0;     ///< dynamic shared memory per block
+    int block = 0;             ///< threads per block
+    int cluster = 1;           ///< blocks per row
+    int64_t groups = 0;        ///< row groups
+    int64_t row_blocks = 0;    ///< blocks working on rows (groups × cluster)
+    int64_t grid = 0;          ///< all blocks: the row blocks, then a few-rows launch's column blocks
+    int64_t partial_rows = 0;  ///< rows of cols floats in the workspace (0: dweight is added directly)
+    size_t smem = 0;           ///< dynamic shared memory per block
 };
 
 /// A block-per-row kernel's shape: V vectors a thread, rows split over a cluster or not, and
 /// its launch bounds (at most MAX_BLOCK threads, MIN_BLOCKS such blocks per SM).
-template <int V_, bool CLUSTER_, int MAX_BLOCK_, int MIN_BLOCKS_>
+template <int V_, bool CLUSTER_, int MAX_BLOCK_, int MIN_BLOCKS_, bool PREFETCH_ = false>
 struct BlockShape {
     static constexpr int V = V_;
     static constexpr bool CLUSTER = CLUSTER_;
     static constexpr int MAX_BLOCK = MAX_BLOCK_;
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+    static constexpr bool PREFETCH = PREFETCH_;
 };
+
+/// The kernel of a BlockShape.
+template <typename T, int VEC, typename S>
+constexpr auto block_kernel() {
+    return backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS, S::PREFETCH>;
+}
 
 /// Calls f with the BlockShape of a block-per-row RowKernel (for VEC = 1, the scalar ones).
 template <int VEC, typename F>
@@ -402,7 +480,7 @@ cudaError_t with_shape(RowKernel k, F&& f) {
         switch (k) {
             case RowKernel::few: return f(BlockShape<1, false, 1024, 1>{});
             case RowKernel::few_cluster: return f(BlockShape<1, true, 1024, 1>{});
-            case RowKernel::wide_cluster: return f(BlockShape<4, true, 256, 2>{});
+            case RowKernel::wide_cluster: return f(BlockShape<2, true, 512, 1, true>{});
             case RowKernel::wide_big_cluster: return f(BlockShape<4, true, 512, 1>{});
             default: return f(BlockShape<4, false, 256, 2>{});
         }
@@ -420,16 +498,25 @@ int64_t blocks_per_sm(int block) {
     return n > 0 ? n : 1;
 }
 
+/// Groups for `rows` rows when `resident` fit at once: as many rows per group as a full grid
+/// needs, and no more groups than that takes (fewer partial rows, the same longest group).
+inline int64_t balanced_groups(int64_t rows, int64_t resident) {
+    const int64_t per_group = (rows + resident - 1) / resident;
+    return (rows + per_group - 1) / per_group;
+}
+
 template <int V>
 void plan_warp_rows(Plan& p, RowKernel k, int64_t rows, int cols, int sms) {
+    constexpr int kWarps = kWarpRowsBlock / kWarpSize;
     p.kernel = k;
     p.block = kWarpRowsBlock;
     p.cluster = 1;
     p.smem = static_cast<size_t>(cols) * sizeof(float);
-    const int64_t resident = static_cast<int64_t>(sms) * warp_rows_blocks_per_sm(V);
-    const int64_t needed = (rows + kWarpRowsBlock / kWarpSize - 1) / (kWarpRowsBlock / kWarpSize);
-    p.grid = needed < resident ? needed : resident;
+    const int64_t warps = balanced_groups(rows, static_cast<int64_t>(sms) * warp_rows_blocks_per_sm(V) * kWarps);
+    p.grid = (warps + kWarps - 1) / kWarps;
     p.groups = p.grid;
+    p.row_blocks = p.grid;
+    p.partial_rows = p.grid;
 }
 
 template <typename T, int VEC>
@@ -459,16 +546,20 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
             config.attrs = attribute;
             config.numAttrs = 1;
             int clusters = 0;
-            const cudaError_t err = cudaOccupancyMaxActiveClusters(
-                &clusters, backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>, &config);
+            const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, block_kernel<T, VEC, S>(), &config);
             if (err != cudaSuccess) return err;
             resident = clusters > 0 ? clusters : 1;
         }
-        const int64_t limit = kMaxGridX / cluster;
-        int64_t groups = rows < resident ? rows : resident;
+        // A few-rows launch also gets whole clusters of column blocks, 32 columns each.
+        const bool few = k == RowKernel::few || k == RowKernel::few_cluster;
+        const int64_t col_blocks = few ? ((static_cast<int64_t>(nvec) * VEC + kWarpSize - 1) / kWarpSize + cluster - 1) / cluster * cluster : 0;
+        const int64_t limit = (kMaxGridX - col_blocks) / cluster;
+        int64_t groups = balanced_groups(rows, resident);
         if (groups > limit) groups = limit;
         p.groups = groups;
-        p.grid = groups * cluster;
+        p.row_blocks = groups * cluster;
+        p.grid = p.row_blocks + col_blocks;
+        p.partial_rows = few ? 0 : groups;
         return cudaSuccess;
     });
 }
@@ -503,10 +594,9 @@ template <typename T, int VEC>
 cudaError_t launch_block_rows(const Plan& p, const Args<T>& a, cudaStream_t stream) {
     return with_shape<VEC>(p.kernel, [&](auto shape) -> cudaError_t {
         using S = decltype(shape);
-        auto kernel = backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>;
+        auto kernel = block_kernel<T, VEC, S>();
         if (!S::CLUSTER) {
-            backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>
-                <<<static_cast<unsigned>(p.grid), p.block, 0, stream>>>(a);
+            kernel<<<static_cast<unsigned>(p.grid), p.block, 0, stream>>>(a);
             return cudaGetLastError();
         }
         /// [cluster-launch]
@@ -591,7 +681,7 @@ size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
             (void)cudaGetLastError();
             continue;
         }
-        if (p.groups > groups) groups = p.groups;
+        if (p.partial_rows > groups) groups = p.partial_rows;
     }
     return static_cast<size_t>(groups) * static_cast<size_t>(cols) * sizeof(float);
 }
@@ -635,15 +725,16 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     Plan p;
     err = plan_for<T>(p, vec, rows, n, sms);
     if (err != cudaSuccess) return err;
-    const size_t needed = static_cast<size_t>(p.groups) * static_cast<size_t>(n) * sizeof(float);
+    const size_t needed = static_cast<size_t>(p.partial_rows) * static_cast<size_t>(n) * sizeof(float);
     if (workspace_bytes < needed || (needed > 0 && workspace == nullptr)) return cudaErrorInvalidValue;
 
-    const Args<T> a{dy,           x,          weight,        rstd, dx, static_cast<float*>(workspace),
-                    dy_row_stride, x_row_stride, dx_row_stride, rows, n};
+    float* partials = p.partial_rows > 0 ? static_cast<float*>(workspace) : nullptr;
+    const Args<T> a{dy,           x,          weight,        rstd, dx, partials, dweight,
+                    dy_row_stride, x_row_stride, dx_row_stride, rows, n, p.row_blocks};
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     err = vec == kVec ? launch_rows<T, kVec>(p, a, stream) : launch_rows<T, 1>(p, a, stream);
-    if (err != cudaSuccess) return err;
-    column_sum_kernel<<<(n + kWarpSize - 1) / kWarpSize, kColumnBlock, 0, stream>>>(a.partials, p.groups, n, dweight);
+    if (err != cudaSuccess || partials == nullptr) return err;
+    column_sum_kernel<<<(n + kWarpSize - 1) / kWarpSize, kColumnBlock, 0, stream>>>(partials, p.partial_rows, n, dweight);
     return cudaGetLastError();
 }
 
