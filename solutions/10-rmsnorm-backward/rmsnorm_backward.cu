@@ -17,7 +17,9 @@
  *  - the plan: one warp per row up to 128 vectors, one block per row up to 1024, a cluster
  *    of 2 to 8 blocks beyond; the grid sized to what the device keeps resident (two blocks
  *    per SM, so one loads while the other waits at a barrier), so each row group walks many
- *    rows and the partials stay few.
+ *    rows and the partials stay few;
+ *  - few rows (decode batches) in one launch: blocks after the row blocks add dweight
+ *    straight from dy, x and rstd, with no partials and no second kernel.
  *
  * What it leaves out: programmatic dependent launch of the column kernel (lesson 7), which
  * would hide its launch behind the first kernel's tail, and TMA loads.
@@ -273,7 +275,7 @@ __device__ void direct_column_sums(const Args<T>& a, int64_t col_block) {
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
  * the same iterations and meet at the same barriers.
  */
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS, bool PREFETCH>
+template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
@@ -316,28 +318,17 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 
     const int64_t group = blockIdx.x / blocks;
     const int64_t groups = a.row_blocks / blocks;
-    auto load = [&](int64_t r, P(&dyv)[V], P(&xv)[V]) {
-        const P* dyr = reinterpret_cast<const P*>(a.dy + r * a.dy_stride);
-        const P* xr = reinterpret_cast<const P*>(a.x + r * a.x_stride);
+    int bank = 0;
+    for (int64_t row = group; row < a.rows; row += groups) {
+        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride);
+        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride);
+        P dyv[V], xv[V];
 #pragma unroll
         for (int i = 0; i < V; ++i)
             if (valid[i]) {
                 dyv[i] = dyr[idx[i]];
                 xv[i] = xr[idx[i]];
             }
-    };
-    P dyv[V], xv[V];
-    if (PREFETCH && group < a.rows) load(group, dyv, xv);
-    int bank = 0;
-    for (int64_t row = group; row < a.rows; row += groups) {
-        /// [prefetch]
-        // With PREFETCH the next row's loads go out before this row's barriers, so the
-        // memory system stays busy while the block (and the cluster) wait for each other.
-        P next_dy[V], next_x[V];
-        const bool more = row + groups < a.rows;
-        if (!PREFETCH) load(row, dyv, xv);
-        else if (more) load(row + groups, next_dy, next_x);
-        /// [prefetch]
         const float rstd = a.rstd[row];
 
         /// [row-sum]
@@ -370,13 +361,6 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         /// [row-sum]
         const float m = dot * inv_cols;
         row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(a.dx + row * a.dx_stride), acc);
-        if (PREFETCH && more) {
-#pragma unroll
-            for (int i = 0; i < V; ++i) {
-                dyv[i] = next_dy[i];
-                xv[i] = next_x[i];
-            }
-        }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (CLUSTER) cg::this_cluster().barrier_wait();
 #endif
@@ -436,9 +420,8 @@ __global__ void __launch_bounds__(kColumnBlock)
 enum class RowKernel {
     warp1, warp2, warp4,    ///< a warp per row, 1, 2 or 4 vectors a lane
     few, few_cluster,       ///< few rows: one vector a thread, a block (or a cluster) of up to 1024 threads
-    wide,                   ///< 4 vectors a thread, blocks of up to 256 threads, two per SM
-    wide_cluster,           ///< 2 vectors a thread and the next row's loaded early, clusters of up to 512-thread blocks
-    wide_big_cluster,       ///< fp32 rows past 8192 vectors: 4 vectors a thread, blocks of up to 512 threads
+    wide, wide_cluster,     ///< 4 vectors a thread, blocks of up to 256 threads, two per SM
+    wide_big_cluster,       ///< fp32 rows past 8192 vectors: blocks of up to 512 threads, one per SM
     scalar, scalar_cluster, ///< unvectorised rows: 8 elements a thread, up to 1024 threads
 };
 
@@ -455,19 +438,18 @@ struct Plan {
 
 /// A block-per-row kernel's shape: V vectors a thread, rows split over a cluster or not, and
 /// its launch bounds (at most MAX_BLOCK threads, MIN_BLOCKS such blocks per SM).
-template <int V_, bool CLUSTER_, int MAX_BLOCK_, int MIN_BLOCKS_, bool PREFETCH_ = false>
+template <int V_, bool CLUSTER_, int MAX_BLOCK_, int MIN_BLOCKS_>
 struct BlockShape {
     static constexpr int V = V_;
     static constexpr bool CLUSTER = CLUSTER_;
     static constexpr int MAX_BLOCK = MAX_BLOCK_;
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
-    static constexpr bool PREFETCH = PREFETCH_;
 };
 
 /// The kernel of a BlockShape.
 template <typename T, int VEC, typename S>
 constexpr auto block_kernel() {
-    return backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS, S::PREFETCH>;
+    return backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>;
 }
 
 /// Calls f with the BlockShape of a block-per-row RowKernel (for VEC = 1, the scalar ones).
@@ -480,7 +462,7 @@ cudaError_t with_shape(RowKernel k, F&& f) {
         switch (k) {
             case RowKernel::few: return f(BlockShape<1, false, 1024, 1>{});
             case RowKernel::few_cluster: return f(BlockShape<1, true, 1024, 1>{});
-            case RowKernel::wide_cluster: return f(BlockShape<2, true, 512, 1, true>{});
+            case RowKernel::wide_cluster: return f(BlockShape<4, true, 256, 2>{});
             case RowKernel::wide_big_cluster: return f(BlockShape<4, true, 512, 1>{});
             default: return f(BlockShape<4, false, 256, 2>{});
         }
@@ -552,7 +534,8 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
         }
         // A few-rows launch also gets whole clusters of column blocks, 32 columns each.
         const bool few = k == RowKernel::few || k == RowKernel::few_cluster;
-        const int64_t col_blocks = few ? ((static_cast<int64_t>(nvec) * VEC + kWarpSize - 1) / kWarpSize + cluster - 1) / cluster * cluster : 0;
+        const int64_t col_groups = (static_cast<int64_t>(nvec) * VEC + kWarpSize - 1) / kWarpSize;
+        const int64_t col_blocks = few ? (col_groups + cluster - 1) / cluster * cluster : 0;
         const int64_t limit = (kMaxGridX - col_blocks) / cluster;
         int64_t groups = balanced_groups(rows, resident);
         if (groups > limit) groups = limit;
