@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all configure test bench docs clean $(addprefix lesson,1 2 3 4 5 6 7 8 9)
+.PHONY: all configure test bench docs clean $(addprefix lesson,1 2 3 4 5 6 7 8 9 10)
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)

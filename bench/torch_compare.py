@@ -20,6 +20,9 @@ Lessons and their shapes:
   9  the production norm, each option the gate times (bench/production_norm.py): plain RMSNorm,
      bias + rstd, residual in/out (in place), fp32 weight, LayerNorm + bias (F.layer_norm),
      LayerNorm + bias + rstd (native_layer_norm), on the 2-D seed shapes up to 65536 cols
+  10 the backward pass (bench/rmsnorm_backward.py): dx and dweight from dy, x, weight and the
+     saved rstd, against the textbook formula eager and under torch.compile, on the issue's
+     shapes (32768 x 1024 to 4096 x 65536, and 128 x 4096)
 
 Timing: each call is captured once into a CUDA graph and the graph is replayed, so host
 time (Python, the dispatcher, a compiled function's guards) is not counted: these are GPU
@@ -53,6 +56,7 @@ import torch
 import torch.nn.functional as F
 
 import production_norm as l9
+import rmsnorm_backward as l10
 
 EPS = 1e-6
 
@@ -232,6 +236,31 @@ def lesson9_shape(bench, ref, compiled, variant, rows, cols, dt, dname, no_compi
     del x, w, b, r, rs, y, rout
 
 
+def lesson10_shape(bench, ref, compiled, rows, cols, dt, dname, no_compile):
+    """The backward at one shape: the reference, the formula eager and under torch.compile."""
+    es = torch.finfo(dt).bits // 8
+    x = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+    dy = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+    w = fill(torch.empty(cols, dtype=dt, device="cuda"))
+    rstd = l10.saved_rstd(x, EPS)
+    dx = torch.empty_like(x)
+    dweight = torch.empty(cols, dtype=torch.float32, device="cuda")
+    for t in (x, dy, rstd):
+        torch._dynamo.mark_dynamic(t, 0)
+    shape = f"{rows}x{cols}"
+    launch = ref.bind(dy, x, w, rstd, dx, dweight)
+    launch()
+    want_dx, want_dw = l10.backward_formula(dy, x, w, rstd)
+    check_close(f"lesson 10 {shape} {dname} dx", dx, want_dx)
+    check_close(f"lesson 10 {shape} {dname} dweight", dweight, want_dw)
+    del want_dx, want_dw
+    impls = [("reference", launch), ("eager", lambda: l10.backward_formula(dy, x, w, rstd))]
+    if not no_compile:
+        impls.append(("compile", lambda: compiled(dy, x, w, rstd)))
+    bench.shape(10, shape, dname, l10.bytes_moved(rows, cols, es), impls)
+    del x, dy, w, rstd, dx, dweight, launch
+
+
 class Bench:
     """One shape at a time: every implementation, a second reference run and a copy of
     the same bytes, timed interleaved; the two reference runs give the noise band."""
@@ -272,7 +301,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
-    ap.add_argument("--lessons", default="4,5,6,8,9", help="comma-separated subset of 4,5,6,8,9")
+    ap.add_argument("--lessons", default="4,5,6,8,9,10", help="comma-separated subset of 4,5,6,8,9,10")
     ap.add_argument("--variants", default=",".join(l9.VARIANTS),
                     help="lesson 9's options to time, comma-separated subset of " + ",".join(l9.VARIANTS))
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
@@ -287,8 +316,8 @@ def main():
     if args.samples < 20:
         ap.error("--samples must be at least 20")
     lessons = {int(v) for v in args.lessons.split(",") if v}
-    if not lessons <= {4, 5, 6, 8, 9}:
-        ap.error("--lessons takes a subset of 4,5,6,8,9")
+    if not lessons <= {4, 5, 6, 8, 9, 10}:
+        ap.error("--lessons takes a subset of 4,5,6,8,9,10")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in l9.VARIANTS:
@@ -297,8 +326,9 @@ def main():
     for d in dtypes:
         if d not in DTYPES:
             ap.error(f"unknown dtype {d}")
-    refs = {n: Reference(args.workbook, n) for n in sorted(lessons - {9})}
+    refs = {n: Reference(args.workbook, n) for n in sorted(lessons - {9, 10})}
     ref9 = l9.Reference(args.workbook) if 9 in lessons else None
+    ref10 = l10.Reference(args.workbook) if 10 in lessons else None
 
     # One compilation per row length; the row count stays symbolic.
     # Each row length is a recompilation: raise the limits (named differently across releases).
@@ -313,6 +343,7 @@ def main():
     # cache (or its limits) with the 2-D rows above.
     compiled_heads = torch.compile(rms_norm_formula, fullgraph=True)
     compiled9 = {v: torch.compile(l9.VARIANTS[v][6], fullgraph=True) for v in variants}
+    compiled10 = torch.compile(l10.backward_formula, fullgraph=True)
 
     bench = Bench(args)
     torch.manual_seed(0)
@@ -387,6 +418,9 @@ def main():
                 if cols <= LESSON4_MAX_COLS:
                     for v in variants:
                         lesson9_shape(bench, ref9, compiled9[v], v, rows, cols, dt, dname, args.no_compile)
+        if ref10 is not None:
+            for rows, cols in l10.SHAPES:
+                lesson10_shape(bench, ref10, compiled10, rows, cols, dt, dname, args.no_compile)
 
     result = {
         "gpu": torch.cuda.get_device_name(),

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <memory>
@@ -53,7 +55,8 @@ struct CallTensors {
     void prepare(const GpuCall& call, cudaStream_t stream) {
         for (size_t i = 0; i < call.tensors.size(); ++i) {
             const TensorRole& role = call.tensors[i];
-            if (role.is_input) fill_input(*owned[i], role.spec, stream);
+            if (role.is_input && role.fill) role.fill(*owned[i], stream);
+            else if (role.is_input) fill_input(*owned[i], role.spec, stream);
             else if (role.alias_of < 0) poison_output(*owned[i], stream);
         }
     }
@@ -71,16 +74,87 @@ std::string check_call(const GpuCall& call, CallTensors& t, cudaStream_t stream)
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const TensorRole& role = call.tensors[i];
         if (role.is_input) continue;
-        const CompareResult r = compare_output(call.problem, call.dtype, *t.owned[i], role.kind, role.extra_ulps, stream);
-        if (r.bad) problems += describe_failure(r, role.name.c_str()) + ". ";
+        if (!role.scratch) {
+            const CompareResult r = role.compare ? role.compare(*t.owned[i], stream)
+                                                 : compare_output(call.problem, call.dtype, *t.owned[i], role.kind,
+                                                                  role.extra_ulps, stream);
+            if (r.bad) problems += describe_failure(r, role.name.c_str()) + ". ";
+        }
         problems += check_untouched_outside(*t.owned[i], role.name.c_str(), stream);
     }
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const TensorRole& role = call.tensors[i];
-        if (role.is_input && role.check_unchanged && !is_overwritten(call, i))
-            problems += check_input_unchanged(*t.owned[i], role.spec, role.name.c_str(), stream);
+        if (!role.is_input || !role.check_unchanged || is_overwritten(call, i)) continue;
+        problems += role.check_input ? role.check_input(*t.owned[i], stream)
+                                     : check_input_unchanged(*t.owned[i], role.spec, role.name.c_str(), stream);
     }
     return problems;
+}
+
+/// The owned elements' bytes of every compared output, row by row.
+std::vector<std::vector<unsigned char>> output_bytes(const GpuCall& call, CallTensors& t, cudaStream_t stream) {
+    std::vector<std::vector<unsigned char>> out(call.tensors.size());
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (size_t i = 0; i < call.tensors.size(); ++i) {
+        const TensorRole& role = call.tensors[i];
+        if (role.is_input || role.scratch) continue;
+        const DeviceTensor& d = *t.owned[i];
+        out[i].resize(d.span_bytes());
+        if (!out[i].empty()) WB_CUDA_CHECK(cudaMemcpy(out[i].data(), d.data(), out[i].size(), cudaMemcpyDeviceToHost));
+    }
+    return out;
+}
+
+/// "" when every owned element of every output has the same bits in `a` and `b`; otherwise
+/// the first output that changed, how many elements, and the first one's two values.
+std::string compare_bytes(const GpuCall& call, CallTensors& t, const std::vector<std::vector<unsigned char>>& a,
+                          const std::vector<std::vector<unsigned char>>& b, int launch) {
+    for (size_t i = 0; i < call.tensors.size(); ++i) {
+        if (a[i].empty()) continue;
+        const DeviceTensor& d = *t.owned[i];
+        const Layout& l = d.layout();
+        const size_t size = dtype_size(d.dtype());
+        uint64_t changed = 0;
+        int64_t first_row = -1, first_col = -1;
+        for (int64_t r = 0; r < l.rows; ++r)
+            for (int64_t c = 0; c < l.cols; ++c) {
+                const size_t at = static_cast<size_t>(l.offset(r, c)) * size;
+                if (std::memcmp(&a[i][at], &b[i][at], size) != 0) {
+                    if (changed++ == 0) first_row = r, first_col = c;
+                }
+            }
+        if (changed == 0) continue;
+        const size_t at = static_cast<size_t>(l.offset(first_row, first_col)) * size;
+        auto value = [&](const std::vector<unsigned char>& bytes) {
+            if (size == 4) {
+                float f;
+                std::memcpy(&f, &bytes[at], 4);
+                return static_cast<double>(f);
+            }
+            uint16_t h;
+            std::memcpy(&h, &bytes[at], 2);
+            const uint32_t w = static_cast<uint32_t>(h) << 16;
+            float f;
+            std::memcpy(&f, &w, 4);
+            if (d.dtype() == DType::bf16) return static_cast<double>(f);
+            // fp16 from its bits: sign, 5-bit exponent, 10-bit mantissa.
+            const int e = (h >> 10) & 0x1f;
+            const double mant = h & 0x3ff;
+            const double mag = e == 0 ? std::ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY)
+                                                                       : std::ldexp(1024.0 + mant, e - 25);
+            return (h & 0x8000) ? -mag : mag;
+        };
+        char buf[512];
+        std::snprintf(buf, sizeof buf,
+                      "not deterministic: launch %d on the same inputs changed %llu element(s) of %s, the first at "
+                      "[row %lld, col %lld]: %.9g, then %.9g. The contract promises bit-identical results for the "
+                      "same inputs on the same device: a floating-point atomicAdd, or any sum whose order depends on "
+                      "which block finishes first, breaks that",
+                      launch, static_cast<unsigned long long>(changed), call.tensors[i].name.c_str(),
+                      static_cast<long long>(first_row), static_cast<long long>(first_col), value(a[i]), value(b[i]));
+        return buf;
+    }
+    return "";
 }
 
 }  // namespace
@@ -89,6 +163,7 @@ double bytes_moved(const GpuCall& call) {
     double bytes = 0;
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const TensorRole& r = call.tensors[i];
+        if (r.scratch) continue;
         const double elems = r.spec.per_col && r.is_input ? r.layout.cols : double(r.layout.rows) * r.layout.cols;
         bytes += elems * dtype_size(call.dtype_of(i));
     }
@@ -103,17 +178,32 @@ CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& c
         const std::string refused = call.bind(t.data);
         if (!refused.empty()) return CaseOutcome::fail(refused, FailureCause::launch);
     }
-    const bool empty = call.problem.rows == 0;
-    const LaunchReport launch =
-        run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
-    if (!launch.problem.empty()) {
+    const bool empty = call.problem.rows == 0 && !call.launches_when_empty;
+    const auto launch_once = [&]() -> CaseOutcome {
+        const LaunchReport launch =
+            run_launch([&](cudaStream_t s) { return call.launch(t.data, s); }, capture, empty, case_name);
+        if (launch.problem.empty()) return CaseOutcome::pass();
         const FailureCause cause = launch.kind == LaunchProblem::stream         ? FailureCause::stream
                                    : launch.kind == LaunchProblem::kernel_error ? FailureCause::kernel
                                                                                  : FailureCause::launch;
         return CaseOutcome::fail(launch.problem, cause);
-    }
+    };
+    CaseOutcome launched = launch_once();
+    if (!launched.passed) return launched;
     const std::string problems = check_call(call, t, stream);
-    return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
+    if (!problems.empty()) return CaseOutcome::fail(problems);
+    if (call.identical_reruns == 0) return CaseOutcome::pass();
+    // Determinism: the outputs' bytes now, then after each later launch on the same inputs.
+    std::vector<std::vector<unsigned char>> first = output_bytes(call, t, stream);
+    for (int k = 1; k <= call.identical_reruns; ++k) {
+        for (size_t i = 0; i < call.tensors.size(); ++i)
+            if (!call.tensors[i].is_input && call.tensors[i].alias_of < 0) poison_output(*t.owned[i], stream);
+        launched = launch_once();
+        if (!launched.passed) return launched;
+        const std::string differs = compare_bytes(call, t, first, output_bytes(call, t, stream), k + 1);
+        if (!differs.empty()) return CaseOutcome::fail(differs);
+    }
+    return CaseOutcome::pass();
 }
 
 Case make_gpu_case(std::string name, std::string what, CallBuilder build, int repeats, bool large) {

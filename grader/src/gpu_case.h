@@ -27,6 +27,14 @@ struct TensorRole {
     int extra_ulps = 0;
     bool check_unchanged = true;  ///< inputs only: false where the call's own producer rewrites it
     std::optional<DType> dtype;   ///< how this tensor is stored, when not the call's dtype (lesson 9)
+    /// Lesson 10, where the problem's ValueSpec and OracleProblem cannot say it: how this input is
+    /// filled and checked unchanged ("" when it is), or how this output is compared. Unset elsewhere.
+    std::function<void(const DeviceTensor&, cudaStream_t)> fill;
+    std::function<std::string(const DeviceTensor&, cudaStream_t)> check_input;
+    std::function<CompareResult(const DeviceTensor&, cudaStream_t)> compare;
+    /// A workspace (lesson 10): poisoned before each launch, never compared, not counted in the
+    /// bytes; only its guard zones are checked.
+    bool scratch = false;
 };
 
 /// A fully described call: the oracle's problem, the tensors, and how to call the submission.
@@ -40,6 +48,11 @@ struct GpuCall {
     /// capture (lesson 9 creates its descriptor here). A non-empty answer fails the case with
     /// that message and cause `launch`.
     std::function<std::string(const std::vector<void*>& data)> bind;
+    /// rows = 0 still enqueues work (lesson 10 zeroes dweight); elsewhere it must launch nothing.
+    bool launches_when_empty = false;
+    /// Launches again this many times on the same inputs after the checks pass; every output must
+    /// be bit-identical to the first launch's (lesson 10's determinism promise).
+    int identical_reruns = 0;
 
     /// How tensor `i` is stored.
     DType dtype_of(size_t i) const { return tensors[i].dtype.value_or(dtype); }

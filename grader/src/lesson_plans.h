@@ -98,6 +98,7 @@ LessonPlan rows_plan(int lesson, const Submission& student, const Submission& re
 LessonPlan fused_add_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan production_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan backward_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan cpu_plan(const Submission& student);
 

@@ -17,6 +17,9 @@
 #include <string>
 
 #include "bench_runner.h"
+#ifdef WORKBOOK_HAVE_LESSON_BACKWARD
+#include "backward_checks.h"
+#endif
 #include "correctness_runner.h"
 #include "failure_summary.h"
 #include "gate_reason.h"
@@ -205,7 +208,7 @@ int grade(const Args& args) {
                                   : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     const LessonInfo* info = find_lesson(args.lesson);
     if (!info) {
-        std::cerr << "unknown lesson " << args.lesson << ": lessons are 1 to 9\n";
+        std::cerr << "unknown lesson " << args.lesson << ": lessons are 1 to 10\n";
         return kUsage;
     }
     report.gate_fraction = info->gate_fraction;
@@ -258,7 +261,10 @@ int grade(const Args& args) {
 
     try {
         if (info->needs_gpu) {
-            const std::string oracle = self_check_gpu_oracle(grader_stream());
+            std::string oracle = self_check_gpu_oracle(grader_stream());
+#ifdef WORKBOOK_HAVE_LESSON_BACKWARD
+            if (oracle.empty() && args.lesson == 10) oracle = self_check_backward_oracle(grader_stream());
+#endif
             if (!oracle.empty()) throw std::runtime_error("grader self-check failed: " + oracle);
         }
         PlanOptions options;

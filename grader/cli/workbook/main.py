@@ -41,7 +41,7 @@ def _parser():
     p = _Parser(prog="./grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                 epilog="Exit codes: 0 passed, 1 failed correctness, 2 failed the gate, 3 did not build, "
                        "4 no usable GPU (or another environment problem), 64 wrong usage.")
-    p.add_argument("lesson", nargs="?", help="lesson1 ... lesson9 (./grade alone lists them)")
+    p.add_argument("lesson", nargs="?", help="lesson1 ... lesson10 (./grade alone lists them)")
     p.add_argument("--source", metavar="FILE", help="grade FILE instead of the lesson's exercise")
     p.add_argument("--seed", help="reproduce a run's inputs (each run prints its seed)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")

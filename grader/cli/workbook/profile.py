@@ -260,7 +260,7 @@ def _run_side(ncu, grader_cmd, side, clock_control):
 def run(lesson, grader_cmd, shape=None, clock_control="none", raw_dir=None):
     """Profiles both sides and prints the table; returns an exit code (0 when the profile ran)."""
     if not lesson.needs_gpu:
-        print(f"{lesson.name} runs on the CPU: there is no kernel to profile (--profile is for lessons 2 to 9)")
+        print(f"{lesson.name} runs on the CPU: there is no kernel to profile (--profile is for lessons 2 to 10)")
         return exitcodes.USAGE
     ncu = find_ncu()
     if not ncu:

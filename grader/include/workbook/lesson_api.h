@@ -24,6 +24,7 @@ struct __nv_bfloat16;
 #endif
 
 #include "workbook/production_norm.h"
+#include "workbook/rmsnorm_backward.h"
 
 namespace workbook::api {
 
@@ -97,6 +98,23 @@ struct Lesson9 {
     lesson9::Status (*create)(const lesson9::NormProblem& problem, lesson9::NormDescriptor** out);
     cudaError_t (*launch)(const lesson9::NormDescriptor* desc, cudaStream_t stream);
     void (*destroy)(lesson9::NormDescriptor* desc);
+};
+
+/// Lesson 10: the backward pass (rmsnorm_backward.h), its workspace query beside each entry.
+template <typename T>
+using BackwardFn = cudaError_t (*)(const T* dy, int64_t dy_row_stride, const T* x, int64_t x_row_stride,
+                                   const T* weight, const float* rstd, T* dx, int64_t dx_row_stride, float* dweight,
+                                   void* workspace, size_t workspace_bytes, int64_t rows, int64_t cols,
+                                   cudaStream_t stream);
+using WorkspaceFn = size_t (*)(int64_t rows, int64_t cols);
+struct Lesson10 {
+    int version;
+    BackwardFn<float> f32;
+    BackwardFn<__half> f16;
+    BackwardFn<__nv_bfloat16> bf16;
+    WorkspaceFn workspace_f32;
+    WorkspaceFn workspace_f16;
+    WorkspaceFn workspace_bf16;
 };
 
 /// The exported symbol is `workbook_lessonN_api`; it returns a pointer to the table above.

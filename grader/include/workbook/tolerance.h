@@ -83,6 +83,37 @@ WB_HD inline double rstd_scale(double mean_abs, double rstd) {
     return (rstd < 0 ? -rstd : rstd) * m * m;
 }
 
+/**
+ * Tolerance of lesson 10's dx, stored in T. dx = rstd · (g − x̂ · m) with g = dy · w, x̂ = x · rstd
+ * and m = mean(g · x̂), a row sum like the forward's. The two error sources are kept apart, as in
+ * norm_output_tolerance: 2 ulp(T) of |dx| for the output's rounding, and accumulation_ulps(cols)
+ * fp32 ulps of rstd · (|g| + |x̂| · mean|g · x̂|), the size of the terms before they cancel (where
+ * g and x̂ · m nearly cancel, dx is small and its fp32 error is not). An fp16 accumulator for m
+ * is off by about 2⁻¹¹ of its partial sums, hundreds of times the allowance at 4096 columns.
+ */
+inline Tolerance grad_x_tolerance(DType t, int64_t cols) {
+    const double abs = t == DType::f16 ? std::ldexp(1.0, -23) : 1e-30;
+    return {2.0 * dtype_ulp(t), abs, accumulation_ulps(cols) * dtype_ulp(DType::f32), "rstd*(|dy*w|+|xhat|*mean|dy*w*xhat|)"};
+}
+
+/// fp32 ulps of √(Σ t²) allowed for a column sum of `rows` terms t of random sign.
+inline double column_sum_ulps(int64_t rows) { return 16.0 + 2.0 * std::sqrt(static_cast<double>(rows)); }
+
+/**
+ * Tolerance of lesson 10's dweight (fp32): Σ over `rows` rows of t = dy · x̂. The terms have random
+ * signs, so the partial sums of any order stay near √k · σ and the natural yardstick is
+ * √(Σ t²), not |dweight| (which can be near 0) or Σ|t| (which grows like rows, not √rows).
+ * Added one row after another, an fp32 sum is off by up to about √rows ulps of √(Σ t²) (it reaches
+ * 0.85 √rows at 32768 rows and 0.3 √rows at 4 M); a tree or per-block partials stay within a few
+ * ulps. The allowance, 16 + 2√rows ulps of √(Σ t²) plus 2 ulps of |dweight|, admits both at every
+ * size. Partials rounded to bf16 before they are added are off by about 10⁴ ulps of √(Σ t²)
+ * whatever the size, rounded to fp16 by about 10³: both fail at the grader's sizes (fp16 up to
+ * about 10⁵ rows, bf16 to millions), and a lost update (a race) is off by a whole term.
+ */
+inline Tolerance grad_weight_tolerance(int64_t rows) {
+    return {2.0 * dtype_ulp(DType::f32), 1e-30, column_sum_ulps(rows) * dtype_ulp(DType::f32), "sqrt(sum (dy*xhat)^2)"};
+}
+
 /// True when `got` is acceptable. A NaN expected (a NaN in the row's input) requires a NaN.
 /// `scale` is the size of the terms y was computed from (lesson 9), 0 where unused.
 WB_HD inline bool within(double expected, double got, Tolerance tol, double scale = 0.0) {
