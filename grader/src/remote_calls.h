@@ -222,6 +222,12 @@ inline std::vector<Invoker> invokers_for(int lesson, const void* table) {
             const auto& t = *static_cast<const Lesson9*>(table);
             return {make_invoker(t.create), make_invoker(t.launch), make_invoker(t.destroy)};
         }
+        case 10: {
+            const auto& t = *static_cast<const Lesson10*>(table);
+            std::vector<Invoker> all = typed(t);
+            for (auto f : {t.workspace_f32, t.workspace_f16, t.workspace_bf16}) all.push_back(make_invoker(f));
+            return all;
+        }
         default: return {};
     }
 }

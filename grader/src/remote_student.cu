@@ -120,6 +120,16 @@ const void* proxy_table(int lesson) {
                                    Proxy<S, 1, decltype(Lesson9::launch)>::fn, Proxy<S, 2, decltype(Lesson9::destroy)>::fn};
             return &t;
         }
+        case 10: {
+            static const Lesson10 t{kVersion,
+                                    Proxy<S, 0, decltype(Lesson10::f32)>::fn,
+                                    Proxy<S, 1, decltype(Lesson10::f16)>::fn,
+                                    Proxy<S, 2, decltype(Lesson10::bf16)>::fn,
+                                    Proxy<S, 3, decltype(Lesson10::workspace_f32)>::fn,
+                                    Proxy<S, 4, decltype(Lesson10::workspace_f16)>::fn,
+                                    Proxy<S, 5, decltype(Lesson10::workspace_bf16)>::fn};
+            return &t;
+        }
         default: return nullptr;
     }
 }
