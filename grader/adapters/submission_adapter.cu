@@ -27,8 +27,11 @@ namespace wa = workbook::api;
 #define WORKBOOK_TABLE(n)                                                                                      \
     static const wa::Lesson##n table{wa::kVersion, &workbook::lesson9::norm_create, &workbook::lesson9::norm_launch, \
                                      &workbook::lesson9::norm_destroy}
+#elif WORKBOOK_LESSON == 11
+#define WORKBOOK_TABLE(n) \
+    static const wa::Lesson##n table{wa::kVersion, WORKBOOK_TYPED(workbook::lesson##n::rmsnorm_fp8_quant)}
 #else
-#error "WORKBOOK_LESSON must be 2 to 9 for a CUDA submission"
+#error "WORKBOOK_LESSON must be 2 to 9 or 11 for a CUDA submission"
 #endif
 
 #define WORKBOOK_EXPORT_TABLE(n)                                                  \

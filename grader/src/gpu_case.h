@@ -40,6 +40,9 @@ struct GpuCall {
     /// capture (lesson 9 creates its descriptor here). A non-empty answer fails the case with
     /// that message and cause `launch`.
     std::function<std::string(const std::vector<void*>& data)> bind;
+    /// Optional: checks the outputs whose kind is OutputKind::external (lesson 11 judges q and
+    /// scale together), given every tensor in `tensors` order; "" when they are right.
+    std::function<std::string(const std::vector<const DeviceTensor*>& tensors, cudaStream_t stream)> check;
 
     /// How tensor `i` is stored.
     DType dtype_of(size_t i) const { return tensors[i].dtype.value_or(dtype); }

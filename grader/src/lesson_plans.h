@@ -99,6 +99,7 @@ LessonPlan fused_add_plan(const Submission& student, const Submission& reference
 LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan production_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan fp8_quant_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan cpu_plan(const Submission& student);
 
 }  // namespace workbook

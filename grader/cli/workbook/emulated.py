@@ -8,6 +8,7 @@ failure reports, with the bandwidth gate and the cases too large for a CPU liste
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -30,6 +31,22 @@ def gpu_present():
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 0 and "GPU" in out.stdout
+
+
+def missing_headers(lesson):
+    """The CUDA headers the lesson's reference includes that the emulator does not provide.
+
+    A lesson that needs one (lesson 11's cuda_fp8.h) cannot be compiled for the emulator: it is
+    built with nvcc instead, and without a GPU the grader says plainly that it needs one. Empty
+    when nothing is missing, or when the emulator is not part of this build (nothing to compare).
+    """
+    if not os.path.exists(CONFIG) or not lesson.solution:
+        return []
+    with open(CONFIG, encoding="utf-8") as f:
+        include = json.load(f)["emulator_include"]
+    with open(lesson.solution, encoding="utf-8") as f:
+        wanted = re.findall(r'^\s*#\s*include\s*<(cuda\w*\.h)>', f.read(), flags=re.M)
+    return [h for h in wanted if not os.path.exists(os.path.join(include, h))]
 
 
 def _config():

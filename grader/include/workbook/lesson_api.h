@@ -25,6 +25,8 @@ struct __nv_bfloat16;
 
 #include "workbook/production_norm.h"
 
+struct __nv_fp8_e4m3;  // lesson 11's q (cuda_fp8.h); only pointers to it appear here
+
 namespace workbook::api {
 
 /// Bumped whenever a table below changes shape; the grader refuses a mismatch.
@@ -97,6 +99,18 @@ struct Lesson9 {
     lesson9::Status (*create)(const lesson9::NormProblem& problem, lesson9::NormDescriptor** out);
     cudaError_t (*launch)(const lesson9::NormDescriptor* desc, cudaStream_t stream);
     void (*destroy)(lesson9::NormDescriptor* desc);
+};
+
+/// Lesson 11: RMSNorm fused with per-row FP8 quantisation (contract in rmsnorm_fp8.h).
+template <typename T>
+using Fp8QuantFn = cudaError_t (*)(const T* x, int64_t x_row_stride, const T* weight, __nv_fp8_e4m3* q,
+                                   int64_t q_row_stride, float* scale, int64_t rows, int64_t cols, float eps,
+                                   float clip, cudaStream_t stream);
+struct Lesson11 {
+    int version;
+    Fp8QuantFn<float> f32;
+    Fp8QuantFn<__half> f16;
+    Fp8QuantFn<__nv_bfloat16> bf16;
 };
 
 /// The exported symbol is `workbook_lessonN_api`; it returns a pointer to the table above.
