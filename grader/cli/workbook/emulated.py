@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 from .build import BUILD_DIR, BuildError, build_targets
-from .lessons import UsageError
+from .lessons import ROOT, UsageError
 
 CONFIG = os.path.join(BUILD_DIR, "emulator_config.json")
 LABEL = "correctness on the CPU emulator; the bandwidth gate needs a GPU"
@@ -38,12 +38,11 @@ def missing_headers(lesson):
 
     A lesson that needs one (lesson 11's cuda_fp8.h) cannot be compiled for the emulator: it is
     built with nvcc instead, and without a GPU the grader says plainly that it needs one. Empty
-    when nothing is missing, or when the emulator is not part of this build (nothing to compare).
+    when nothing is missing.
     """
-    if not os.path.exists(CONFIG) or not lesson.solution:
+    if not lesson.solution:
         return []
-    with open(CONFIG, encoding="utf-8") as f:
-        include = json.load(f)["emulator_include"]
+    include = os.path.join(ROOT, "grader", "emulator", "include")
     with open(lesson.solution, encoding="utf-8") as f:
         wanted = re.findall(r'^\s*#\s*include\s*<(cuda\w*\.h)>', f.read(), flags=re.M)
     return [h for h in wanted if not os.path.exists(os.path.join(include, h))]
