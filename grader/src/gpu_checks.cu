@@ -3,6 +3,7 @@
 #include "gpu_checks.h"
 
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 #include "launch_guard.h"
@@ -27,6 +28,17 @@ void with_type(DType dtype, F&& f) {
         case DType::f16: f(__half{}); break;
         case DType::bf16: f(__nv_bfloat16{}); break;
         case DType::e4m3: f(E4m3{}); break;
+    }
+}
+
+/// The same for the activations' type (the inputs' rounding), which is never e4m3.
+template <typename F>
+void with_activation_type(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f16: f(__half{}); break;
+        case DType::bf16: f(__nv_bfloat16{}); break;
+        case DType::e4m3: throw std::logic_error("e4m3 is an output type, not an activation type");
+        default: f(float{}); break;
     }
 }
 
@@ -198,7 +210,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     StatsBuffer stats(stream);
     RowStats* row_stats = nullptr;
     WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * p.rows, stream));
-    with_type(dtype, [&](auto tag) {
+    with_activation_type(dtype, [&](auto tag) {
         using T = decltype(tag);
         oracle_stats_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, row_stats);
         with_type(y.dtype(), [&](auto stored) {
@@ -216,7 +228,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     result.first_row = static_cast<int64_t>(s.first / cols);
     result.first_col = static_cast<int64_t>(s.first % cols);
     // Recompute the first wrong element on the CPU: the report does not rest on the GPU oracle alone.
-    with_type(dtype, [&](auto tag) {
+    with_activation_type(dtype, [&](auto tag) {
         using T = decltype(tag);
         with_type(y.dtype(), [&](auto stored) {
             using S = decltype(stored);
