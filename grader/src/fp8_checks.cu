@@ -177,7 +177,9 @@ std::string check_fp8_outputs(const Fp8Problem& f, const DeviceTensor& q, const 
                           (long long)r, (long long)c, got, want, steps, steps == 1 ? "" : "s", u, rel_q);
         }
         out += buf;
-        std::snprintf(buf, sizeof buf, "; %llu of the %llu elements of q are wrong, %llu of them still 0xff (the poison). ",
+        std::snprintf(buf, sizeof buf,
+                      "; %llu of the %llu elements of q are wrong, %llu of them 0xff (the poison: never written, or "
+                      "a negative NaN). ",
                       s.bad_q, total, s.unwritten_q);
         out += buf;
     }

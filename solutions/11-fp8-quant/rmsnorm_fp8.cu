@@ -40,12 +40,6 @@ constexpr int64_t kFewRows = 256;
 /// Minimum resident blocks for __launch_bounds__: 1024-thread blocks get 64 registers each.
 constexpr int min_blocks(int block) { return block >= 1024 ? 1 : 0; }
 
-/// The weight staged in shared memory once per (persistent) block, instead of read from L1/L2 by
-/// every row twice.
-constexpr bool kStageWeight = true;
-/// x read and q written with the streaming cache hint (evict first): each is touched once.
-constexpr bool kStreamingHints = true;
-
 /// Everything a kernel needs about one call, passed by value.
 template <typename T>
 struct Args {
@@ -76,43 +70,6 @@ template <int VEC>
 struct alignas(VEC) QPack {
     __nv_fp8_storage_t v[VEC];
 };
-
-/// The unsigned word of a pack's size, for the cache-hinted loads and stores.
-template <int BYTES>
-struct WordOf;
-template <>
-struct WordOf<1> { using type = unsigned char; };
-template <>
-struct WordOf<2> { using type = unsigned short; };
-template <>
-struct WordOf<4> { using type = unsigned int; };
-template <>
-struct WordOf<8> { using type = uint2; };
-template <>
-struct WordOf<16> { using type = uint4; };
-
-/// A load of data read exactly once (x): streamed past the caches, which keep what is reused.
-template <typename P>
-__device__ __forceinline__ P load_once(const P* p) {
-    if constexpr (kStreamingHints) {
-        using W = typename WordOf<sizeof(P)>::type;
-        const W w = __ldcs(reinterpret_cast<const W*>(p));
-        return *reinterpret_cast<const P*>(&w);
-    } else {
-        return *p;
-    }
-}
-
-/// A store of data written exactly once (q).
-template <typename P>
-__device__ __forceinline__ void store_once(P* p, const P& v) {
-    if constexpr (kStreamingHints) {
-        using W = typename WordOf<sizeof(P)>::type;
-        __stcs(reinterpret_cast<W*>(p), *reinterpret_cast<const W*>(&v));
-    } else {
-        *p = v;
-    }
-}
 
 /// fp32 copies of a pack's elements, 16-bit pairs converted as pairs.
 template <typename T, int VEC>
@@ -233,30 +190,16 @@ __device__ __forceinline__ void row_reduce(float& sum, float& mx, Slots<G>& slot
  * per block, shuffles only; G > 32: one row per block. EARLY_W: the weight stays in registers
  * from the first pass to the second; otherwise it is read twice (from L1/L2: every row shares it).
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, bool STAGED_W>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Slots<G> slots;
-    extern __shared__ uint4 staged[];  // the weight, when STAGED_W (cols · sizeof(T) bytes)
     const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
     const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
-    if constexpr (STAGED_W) {
-        // Once per block: the block walks many rows, and every row reads the weight twice.
-        for (int i = threadIdx.x; i < nvec; i += BLOCK) reinterpret_cast<P*>(staged)[i] = w[i];
-        __syncthreads();
-    }
-    // The weight's vector idx, from shared memory when staged.
-    auto weight_at = [&](int idx) -> P {
-        if constexpr (STAGED_W) {
-            return reinterpret_cast<const P*>(staged)[idx];
-        } else {
-            return w[idx];
-        }
-    };
     int bank = 0;
 
     // Every thread runs the same iterations (the test is on the block's first row), so the
@@ -275,7 +218,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
 #pragma unroll
         for (int i = 0; i < ITERS; ++i) {
             const int idx = lane + i * G;
-            if (active && idx < nvec) xv[i] = load_once(xr + idx);
+            if (active && idx < nvec) xv[i] = xr[idx];
         }
         P wv[EARLY_W ? ITERS : 1];
         if constexpr (EARLY_W) {
@@ -295,7 +238,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                 if constexpr (EARLY_W) {
                     unpack(wv[i], g);
                 } else {
-                    unpack(weight_at(idx), g);  // read again in the second pass
+                    unpack(w[idx], g);  // read again in the second pass
                 }
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
@@ -324,11 +267,11 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
                     } else {
-                        unpack(weight_at(idx), g);
+                        unpack(w[idx], g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] *= g[k];
-                    store_once(qr + idx, quantise<VEC>(f, factor));
+                    qr[idx] = quantise<VEC>(f, factor);
                 }
             }
         }
@@ -382,7 +325,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Ar
             unpack(w[idx], g);
 #pragma unroll
             for (int k = 0; k < VEC; ++k) f[k] *= g[k];
-            store_once(qr + idx, quantise<VEC>(f, factor));
+            qr[idx] = quantise<VEC>(f, factor);
         }
     }
 }
@@ -394,31 +337,11 @@ template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
-    const int64_t groups = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-    if constexpr (kStageWeight) {
-        /// [staged-weight]
-        // The weight in shared memory, staged once per block, and as many blocks as fit on the
-        // GPU at once, each walking the rows: the weight then costs one read per block instead
-        // of two per row (at 65536 columns, 256 KB of L2 traffic per row beside 192 KB of HBM).
-        auto kernel = fp8_rows_kernel<T, VEC, G, ITERS, kBlock, false, true>;
-        const size_t smem = static_cast<size_t>(a.cols) * sizeof(T);
-        cudaError_t err = cudaSuccess;
-        if (smem > 48 * 1024)
-            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-        int device = 0, sms = 0, per_sm = 0;
-        if (err == cudaSuccess) err = cudaGetDevice(&device);
-        if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-        if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, smem);
-        if (err != cudaSuccess) return err;
-        const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
-        kernel<<<grid_for(groups < resident ? groups : resident), kBlock, smem, stream>>>(a);
-        /// [staged-weight]
-    } else {
-        // The weight stays in registers between the two passes when that costs at most 16
-        // registers per thread (8 in 1024-thread blocks, which get only 64).
-        constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-        fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, false><<<grid_for(groups), kBlock, 0, stream>>>(a);
-    }
+    // The weight stays in registers between the two passes when that costs at most 16
+    // registers per thread (8 in 1024-thread blocks, which get only 64).
+    constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
+    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
+        <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
 
