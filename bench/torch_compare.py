@@ -23,6 +23,10 @@ Lessons and their shapes:
   10 the backward pass (bench/rmsnorm_backward.py): dx and dweight from dy, x, weight and the
      saved rstd, against the textbook formula eager and under torch.compile, on the issue's
      shapes (32768 x 1024 to 4096 x 65536, and 128 x 4096)
+  11 RMSNorm fused with per-row FP8 (e4m3) quantisation (bench/fp8_quant.py): the reference
+     against the textbook formula (norm in fp32, amax, scale, q clamped to ±448 and cast to
+     float8_e4m3fn), eager and compiled; the issue's six shapes (--fp8-shapes issue) or every
+     2-D seed shape up to 65536 cols (seed, the default)
 
 Timing: each call is captured once into a CUDA graph and the graph is replayed, so host
 time (Python, the dispatcher, a compiled function's guards) is not counted: these are GPU
@@ -55,6 +59,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import fp8_quant as l11
 import production_norm as l9
 import rmsnorm_backward as l10
 
@@ -201,6 +206,28 @@ def check_close(name, got, want):
                          f"{int(bad.sum())} elements")
 
 
+# Lesson 11: the shapes issue 16 names (its table of torch.compile measurements).
+FP8_ISSUE_SHAPES = [(32768, 1024), (32768, 4096), (16384, 8192), (4096, 32768), (4096, 65536), (128, 4096)]
+
+
+def lesson11_shape(bench, ref, compiled, rows, cols, dt, dname, no_compile):
+    """Norm + per-row FP8 at one shape: the reference, eager PyTorch and torch.compile of the formula."""
+    es = torch.finfo(dt).bits // 8
+    x = fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+    w = fill(torch.empty(cols, dtype=dt, device="cuda"))
+    q = torch.empty(rows, cols, dtype=torch.float8_e4m3fn, device="cuda")
+    scale = torch.empty(rows, dtype=torch.float32, device="cuda")
+    torch._dynamo.mark_dynamic(x, 0)
+    launch = ref.bind(x, w, q, scale, EPS)
+    launch()
+    l11.check(f"lesson 11 {rows}x{cols} {dname}", q, scale, x, w, EPS)
+    impls = [("reference", launch), ("eager", lambda: l11.formula(x, w, EPS))]
+    if not no_compile:
+        impls.append(("compile", lambda: compiled(x, w, EPS)))
+    bench.shape(11, f"{rows}x{cols}", dname, l11.bytes_moved(rows, cols, es), impls)
+    del x, w, q, scale
+
+
 def lesson9_shape(bench, ref, compiled, variant, rows, cols, dt, dname, no_compile):
     """One lesson 9 option at one shape: the reference, eager PyTorch and torch.compile."""
     layer, bias, rstd, residual, w32, eager, _ = l9.VARIANTS[variant]
@@ -301,7 +328,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
-    ap.add_argument("--lessons", default="4,5,6,8,9,10", help="comma-separated subset of 4,5,6,8,9,10")
+    ap.add_argument("--lessons", default="4,5,6,8,9,10,11", help="comma-separated subset of 4,5,6,8,9,10,11")
+    ap.add_argument("--fp8-shapes", choices=("issue", "seed"), default="seed",
+                    help="lesson 11's shapes: the six of issue 16, or every 2-D seed shape up to 65536 cols")
     ap.add_argument("--variants", default=",".join(l9.VARIANTS),
                     help="lesson 9's options to time, comma-separated subset of " + ",".join(l9.VARIANTS))
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
@@ -316,8 +345,8 @@ def main():
     if args.samples < 20:
         ap.error("--samples must be at least 20")
     lessons = {int(v) for v in args.lessons.split(",") if v}
-    if not lessons <= {4, 5, 6, 8, 9, 10}:
-        ap.error("--lessons takes a subset of 4,5,6,8,9,10")
+    if not lessons <= {4, 5, 6, 8, 9, 10, 11}:
+        ap.error("--lessons takes a subset of 4,5,6,8,9,10,11")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in l9.VARIANTS:
@@ -326,9 +355,10 @@ def main():
     for d in dtypes:
         if d not in DTYPES:
             ap.error(f"unknown dtype {d}")
-    refs = {n: Reference(args.workbook, n) for n in sorted(lessons - {9, 10})}
+    refs = {n: Reference(args.workbook, n) for n in sorted(lessons - {9, 10, 11})}
     ref9 = l9.Reference(args.workbook) if 9 in lessons else None
     ref10 = l10.Reference(args.workbook) if 10 in lessons else None
+    ref11 = l11.Reference(args.workbook) if 11 in lessons else None
 
     # One compilation per row length; the row count stays symbolic.
     # Each row length is a recompilation: raise the limits (named differently across releases).
@@ -344,6 +374,7 @@ def main():
     compiled_heads = torch.compile(rms_norm_formula, fullgraph=True)
     compiled9 = {v: torch.compile(l9.VARIANTS[v][6], fullgraph=True) for v in variants}
     compiled10 = torch.compile(l10.backward_formula, fullgraph=True)
+    compiled11 = torch.compile(l11.formula, fullgraph=True)
 
     bench = Bench(args)
     torch.manual_seed(0)
@@ -421,6 +452,12 @@ def main():
         if ref10 is not None:
             for rows, cols in l10.SHAPES:
                 lesson10_shape(bench, ref10, compiled10, rows, cols, dt, dname, args.no_compile)
+
+        if ref11 is not None:
+            fp8_shapes = FP8_ISSUE_SHAPES if args.fp8_shapes == "issue" else \
+                [(r, c) for r, c in SEED_SHAPES if c <= LESSON4_MAX_COLS]
+            for rows, cols in fp8_shapes:
+                lesson11_shape(bench, ref11, compiled11, rows, cols, dt, dname, args.no_compile)
 
     result = {
         "gpu": torch.cuda.get_device_name(),

@@ -31,8 +31,11 @@ namespace wa = workbook::api;
 #define WORKBOOK_TABLE(n)                                                                          \
     static const wa::Lesson##n table{wa::kVersion, WORKBOOK_TYPED(workbook::lesson10::rmsnorm_backward), \
                                      WORKBOOK_TYPED(workbook::lesson10::rmsnorm_backward_workspace_bytes)}
+#elif WORKBOOK_LESSON == 11
+#define WORKBOOK_TABLE(n) \
+    static const wa::Lesson##n table{wa::kVersion, WORKBOOK_TYPED(workbook::lesson##n::rmsnorm_fp8_quant)}
 #else
-#error "WORKBOOK_LESSON must be 2 to 10 for a CUDA submission"
+#error "WORKBOOK_LESSON must be 2 to 11 for a CUDA submission"
 #endif
 
 #define WORKBOOK_EXPORT_TABLE(n)                                                  \

@@ -74,13 +74,18 @@ std::string check_call(const GpuCall& call, CallTensors& t, cudaStream_t stream)
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const TensorRole& role = call.tensors[i];
         if (role.is_input) continue;
-        if (!role.scratch) {
+        if (!role.scratch && role.kind != OutputKind::external) {
             const CompareResult r = role.compare ? role.compare(*t.owned[i], stream)
                                                  : compare_output(call.problem, call.dtype, *t.owned[i], role.kind,
                                                                   role.extra_ulps, stream);
             if (r.bad) problems += describe_failure(r, role.name.c_str()) + ". ";
         }
         problems += check_untouched_outside(*t.owned[i], role.name.c_str(), stream);
+    }
+    if (call.check) {
+        std::vector<const DeviceTensor*> all;
+        for (const auto& owned : t.owned) all.push_back(owned.get());
+        problems += call.check(all, stream);
     }
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const TensorRole& role = call.tensors[i];

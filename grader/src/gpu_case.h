@@ -53,6 +53,9 @@ struct GpuCall {
     /// Launches again this many times on the same inputs after the checks pass; every output must
     /// be bit-identical to the first launch's (lesson 10's determinism promise).
     int identical_reruns = 0;
+    /// Optional: checks the outputs whose kind is OutputKind::external (lesson 11 judges q and
+    /// scale together), given every tensor in `tensors` order; "" when they are right.
+    std::function<std::string(const std::vector<const DeviceTensor*>& tensors, cudaStream_t stream)> check;
 
     /// How tensor `i` is stored.
     DType dtype_of(size_t i) const { return tensors[i].dtype.value_or(dtype); }

@@ -28,6 +28,7 @@ enum class OutputKind {
     rounded_sum,        ///< residual_out: s rounded to T
     normalised_scaled,  ///< lesson 9's y (mean, bias, fp32 parameters), judged by norm_output_tolerance
     rstd,               ///< lesson 9's rstd: one fp32 value per row (the tensor's cols is 1)
+    external,           ///< judged by the call's own check (GpuCall::check: lesson 11's q and scale)
 };
 
 /// Compares an output with the oracle on every row. `dtype` is the activations' type (the

@@ -100,6 +100,7 @@ LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, 
 LessonPlan production_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan backward_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
+LessonPlan fp8_quant_plan(const Submission& student, const Submission& reference, const PlanOptions& opt);
 LessonPlan cpu_plan(const Submission& student);
 
 }  // namespace workbook

@@ -19,6 +19,7 @@ constexpr LessonInfo kLessons[] = {
     {8, "08-cluster", true, 90, 0.8},
     {9, "09-production-norm", true, 0, 0.8},
     {10, "10-rmsnorm-backward", true, 90, 0.8},
+    {11, "11-fp8-quant", true, 0, 0.8},
 };
 }  // namespace
 

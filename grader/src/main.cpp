@@ -208,7 +208,7 @@ int grade(const Args& args) {
                                   : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     const LessonInfo* info = find_lesson(args.lesson);
     if (!info) {
-        std::cerr << "unknown lesson " << args.lesson << ": lessons are 1 to 10\n";
+        std::cerr << "unknown lesson " << args.lesson << ": ./grade alone lists the lessons\n";
         return kUsage;
     }
     report.gate_fraction = info->gate_fraction;

@@ -29,6 +29,9 @@ LessonPlan make_plan(int lesson, const Submission& student, const Submission* re
 #ifdef WORKBOOK_HAVE_LESSON_BACKWARD
         case 10: return backward_plan(student, *reference, opt);
 #endif
+#ifdef WORKBOOK_HAVE_LESSON_FP8_QUANT
+        case 11: return fp8_quant_plan(student, *reference, opt);
+#endif
     }
     throw std::runtime_error("lesson " + std::to_string(lesson) + " has no cases in this build");
 }

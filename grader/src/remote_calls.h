@@ -218,6 +218,7 @@ inline std::vector<Invoker> invokers_for(int lesson, const void* table) {
         case 5: return typed(*static_cast<const Lesson5*>(table));
         case 6: return typed(*static_cast<const Lesson6*>(table));
         case 7: return typed(*static_cast<const Lesson7*>(table));
+        case 11: return typed(*static_cast<const Lesson11*>(table));
         case 9: {
             const auto& t = *static_cast<const Lesson9*>(table);
             return {make_invoker(t.create), make_invoker(t.launch), make_invoker(t.destroy)};

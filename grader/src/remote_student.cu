@@ -115,6 +115,7 @@ const void* proxy_table(int lesson) {
         case 5: return typed_table<S, Lesson5>();
         case 6: return typed_table<S, Lesson6>();
         case 7: return typed_table<S, Lesson7>();
+        case 11: return typed_table<S, Lesson11>();
         case 9: {
             static const Lesson9 t{kVersion, Proxy<S, 0, decltype(Lesson9::create)>::fn,
                                    Proxy<S, 1, decltype(Lesson9::launch)>::fn, Proxy<S, 2, decltype(Lesson9::destroy)>::fn};

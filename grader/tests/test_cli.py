@@ -73,7 +73,10 @@ class UsageTests(GradeTestCase):
         sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
         from workbook import hints, lessons
         found = lessons.all_lessons()
-        self.assertEqual([l.number for l in found], list(range(1, len(found) + 1)))
+        # In order, no number twice, from lesson 1 (a lesson may land before the one numbered below it).
+        numbers = [l.number for l in found]
+        self.assertEqual(numbers, sorted(set(numbers)))
+        self.assertEqual(numbers[:9], list(range(1, 10)))
         for lesson in found:
             count = len(hints.parse(lesson.hints_file))
             self.assertTrue(3 <= count <= 5, f"{lesson.name} has {count} hints")
@@ -222,7 +225,7 @@ class LessonOneTests(GradeTestCase):
 
 @unittest.skipIf(has_gpu(), "this machine has a GPU; grading without one is tested where there is none")
 class NoGpuTests(GradeTestCase):
-    """Without a GPU, lessons 2-8 grade their correctness on the CPU emulator."""
+    """Without a GPU, lessons 2-8 grade their correctness on the CPU emulator; lesson 11 says it needs a GPU."""
 
     def test_stub_fails_on_the_cpu_emulator(self):
         code, out = self.grade("lesson3", "--json", os.path.join(self.tmp, "r.json"))
@@ -241,6 +244,20 @@ class NoGpuTests(GradeTestCase):
         code, out = self.grade("lesson2", "--source", solution, "--cases", "cols")
         self.assertEqual(code, 0, out)
         self.assertIn("the bandwidth gate was not run: it needs a GPU", out)
+
+    def test_lesson_the_emulator_cannot_build_says_it_needs_a_gpu(self):
+        """Lesson 11's FP8 types have no counterpart in the emulator: the exercise is built with nvcc and
+        the grader says plainly that correctness and timing need a GPU (exit 4), as a no-GPU run must."""
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson11", "--json", path)
+        self.assertEqual(code, 4, out)
+        self.assertIn("no usable CUDA GPU here", out)
+        self.assertIn("its correctness and timing need a CUDA device", out)
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["verdict"], "no-gpu")
+        code, out = self.grade("lesson11", "--emulate")
+        self.assertEqual(code, 64, out)
+        self.assertIn("lesson11 cannot run on the CPU emulator: it needs cuda_fp8.h", out)
 
     def test_compile_error_names_the_learners_file(self):
         broken = self.write("broken.cu", "#include <cuda_runtime.h>\nint f() { return undeclared_name; }\n")

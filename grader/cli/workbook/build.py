@@ -113,9 +113,9 @@ def compile_source(lesson, source):
     adapter = cfg["adapter_cpp"] if lesson.number == 1 else cfg["adapter_cu"]
     with open(adapter, "rb") as f:
         built_with = f.read()
-    # The headers a submission is compiled against (lessons 9's and 10's contracts among them): a
+    # The headers a submission is compiled against (lessons 9, 10 and 11's contracts among them): a
     # change there changes the library's layout, so it must not reuse a cached build.
-    for header in ("lesson_api.h", "production_norm.h", "rmsnorm_backward.h"):
+    for header in ("lesson_api.h", "production_norm.h", "rmsnorm_backward.h", "rmsnorm_fp8.h"):
         path = os.path.join(cfg["include_dir"], "workbook", header)
         if os.path.exists(path):
             with open(path, "rb") as f:

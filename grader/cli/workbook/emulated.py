@@ -8,11 +8,12 @@ failure reports, with the bandwidth gate and the cases too large for a CPU liste
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 
 from .build import BUILD_DIR, BuildError, build_targets
-from .lessons import UsageError
+from .lessons import ROOT, UsageError
 
 CONFIG = os.path.join(BUILD_DIR, "emulator_config.json")
 LABEL = "correctness on the CPU emulator; the bandwidth gate needs a GPU"
@@ -30,6 +31,21 @@ def gpu_present():
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 0 and "GPU" in out.stdout
+
+
+def missing_headers(lesson):
+    """The CUDA headers the lesson's reference includes that the emulator does not provide.
+
+    A lesson that needs one (lesson 11's cuda_fp8.h) cannot be compiled for the emulator: it is
+    built with nvcc instead, and without a GPU the grader says plainly that it needs one. Empty
+    when nothing is missing.
+    """
+    if not lesson.solution:
+        return []
+    include = os.path.join(ROOT, "grader", "emulator", "include")
+    with open(lesson.solution, encoding="utf-8") as f:
+        wanted = re.findall(r'^\s*#\s*include\s*<(cuda\w*\.h)>', f.read(), flags=re.M)
+    return [h for h in wanted if not os.path.exists(os.path.join(include, h))]
 
 
 def _config():

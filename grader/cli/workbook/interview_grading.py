@@ -21,7 +21,7 @@ def _on_emulator(lesson):
     """A GPU lesson on a machine without a GPU: graded for correctness on the CPU emulator, where it is built
     (unless WORKBOOK_GRADER names the grader to run)."""
     return (lesson.needs_gpu and not os.environ.get("WORKBOOK_GRADER") and not emulated.gpu_present()
-            and os.path.exists(emulated.CONFIG))
+            and os.path.exists(emulated.CONFIG) and not emulated.missing_headers(lesson))
 
 
 def _command(lesson, lib, shown, seed, json_path, cases=None, no_bench=False):

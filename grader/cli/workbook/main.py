@@ -41,7 +41,7 @@ def _parser():
     p = _Parser(prog="./grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                 epilog="Exit codes: 0 passed, 1 failed correctness, 2 failed the gate, 3 did not build, "
                        "4 no usable GPU (or another environment problem), 64 wrong usage.")
-    p.add_argument("lesson", nargs="?", help="lesson1 ... lesson10 (./grade alone lists them)")
+    p.add_argument("lesson", nargs="?", help="lesson1, lesson2, ... (./grade alone lists them)")
     p.add_argument("--source", metavar="FILE", help="grade FILE instead of the lesson's exercise")
     p.add_argument("--seed", help="reproduce a run's inputs (each run prints its seed)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
@@ -159,6 +159,12 @@ def _grade_emulated(lesson, args, source, shown):
 
 def _use_emulator(lesson, args):
     if not lesson.needs_gpu or args.profile:  # a profile reads the GPU's counters: there is nothing to emulate
+        return False
+    missing = emulated.missing_headers(lesson)
+    if missing:  # built with nvcc; without a GPU the grader says the lesson needs one
+        if args.emulate:
+            raise UsageError(f"{lesson.name} cannot run on the CPU emulator: it needs {', '.join(missing)}, which "
+                             "the emulator does not provide. Grade it on a machine with a CUDA GPU.")
         return False
     if args.emulate:
         return True

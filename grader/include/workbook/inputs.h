@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "workbook/e4m3.h"
 #include "workbook/hd.h"
 
 namespace workbook {
@@ -63,6 +64,9 @@ struct ValueSpec {
     int64_t nan_row = -1;     ///< this (row, nan_col) element is NaN (-1: none)
     int64_t nan_col = 0;
     float offset = 0.0f;      ///< added to every value: a row mean far from zero (LayerNorm's hard case)
+    float outlier = 0.0f;     ///< non-zero: one element per row (a column hashed from the row) has this magnitude
+    int32_t e4m3_values = 0;  ///< lesson 11: 1 every value an e4m3 number, 2 a midpoint of two e4m3
+                              ///< neighbours; either way one element per row is ±448
 };
 
 /// A quiet NaN, built without host-only or device-only intrinsics.
@@ -98,6 +102,21 @@ WB_HD inline float raw_value(const ValueSpec& s, int64_t row, int64_t col, int64
     const uint64_t index = s.per_col ? static_cast<uint64_t>(col)
                                      : static_cast<uint64_t>(row) * static_cast<uint64_t>(cols) + col;
     const uint64_t h = mix64(s.seed ^ mix64(0x5bd1e995ull * (s.tensor + 1) + index));
+    if (!s.per_col && (s.outlier != 0.0f || s.e4m3_values != 0)) {
+        // The row's special column: its outlier, or its ±448.
+        const uint64_t special = mix64(s.seed ^ mix64(0x2545f491ull * (s.tensor + 1) + static_cast<uint64_t>(row)));
+        if (col == static_cast<int64_t>(special % static_cast<uint64_t>(cols))) {
+            const float m = s.e4m3_values != 0 ? 448.0f : s.outlier;
+            return (h & 1) ? -m : m;
+        }
+        if (s.e4m3_values != 0) {
+            // An e4m3 number 0x01..0x7d, or the midpoint between it and the next one (at most 432).
+            const uint8_t b = static_cast<uint8_t>(1 + (h >> 8) % 125);
+            double m = e4m3_to_double(b);
+            if (s.e4m3_values == 2) m = 0.5 * (m + e4m3_to_double(static_cast<uint8_t>(b + 1)));
+            return static_cast<float>((h & 1) ? -m : m);
+        }
+    }
     const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);  // 24 random bits in [0, 1)
     const float magnitude = s.lo + (s.hi - s.lo) * u;
     const float signed_value = (h & 1) ? -magnitude : magnitude;
@@ -121,6 +140,13 @@ template <>
 struct Elem<__nv_bfloat16> {
     WB_HD static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
     WB_HD static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+
+/// Lesson 11's q: an e4m3 byte, rounded to nearest and saturated as the lesson's contract says.
+template <>
+struct Elem<E4m3> {
+    WB_HD static E4m3 from_float(float v) { return E4m3{e4m3_bits_of(e4m3_round(v))}; }
+    WB_HD static float to_float(E4m3 v) { return static_cast<float>(e4m3_to_double(v.bits)); }
 };
 
 /// The value of element (row, col) exactly as stored in a tensor of type T.

@@ -26,6 +26,8 @@ struct __nv_bfloat16;
 #include "workbook/production_norm.h"
 #include "workbook/rmsnorm_backward.h"
 
+struct __nv_fp8_e4m3;  // lesson 11's q (cuda_fp8.h); only pointers to it appear here
+
 namespace workbook::api {
 
 /// Bumped whenever a table below changes shape; the grader refuses a mismatch.
@@ -115,6 +117,18 @@ struct Lesson10 {
     WorkspaceFn workspace_f32;
     WorkspaceFn workspace_f16;
     WorkspaceFn workspace_bf16;
+};
+
+/// Lesson 11: RMSNorm fused with per-row FP8 quantisation (contract in rmsnorm_fp8.h).
+template <typename T>
+using Fp8QuantFn = cudaError_t (*)(const T* x, int64_t x_row_stride, const T* weight, __nv_fp8_e4m3* q,
+                                   int64_t q_row_stride, float* scale, int64_t rows, int64_t cols, float eps,
+                                   float clip, cudaStream_t stream);
+struct Lesson11 {
+    int version;
+    Fp8QuantFn<float> f32;
+    Fp8QuantFn<__half> f16;
+    Fp8QuantFn<__nv_bfloat16> bf16;
 };
 
 /// The exported symbol is `workbook_lessonN_api`; it returns a pointer to the table above.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "workbook/e4m3.h"
 #include "workbook/hd.h"
 #include "workbook/inputs.h"
 
@@ -109,6 +110,46 @@ WB_HD inline double oracle_output_scale(const OracleProblem& p, int64_t row, int
     const double s = oracle_sum_input<T>(p, row, col);
     const double terms = ((s < 0 ? -s : s) + st.mean_abs) * st.rstd * (w < 0 ? -w : w);
     return terms + (b < 0 ? -b : b);
+}
+
+/// Lesson 11's row: what its scale and its q are computed from.
+struct Fp8RowOracle {
+    double rstd;
+    double amax;       ///< min(max|y|, clip): the amax the scale represents; NaN when y holds a NaN
+    double scale;      ///< amax / 448
+    double raw_amax;   ///< max|y| before the clip
+    double pre_weight_amax;  ///< max|s · rstd|, the amax of the row before the weight (for diagnoses)
+};
+
+/// The row's rstd, max|y| (NaN-propagating: a NaN anywhere in y makes it NaN), the clipped amax and
+/// the scale, in fp64 from the rounded inputs. `clip` may be +infinity.
+template <typename T>
+WB_HD inline Fp8RowOracle oracle_fp8_row(const OracleProblem& p, int64_t row, double clip) {
+    Fp8RowOracle o{};
+    o.rstd = oracle_row_stats<T>(p, row).rstd;
+    double amax = 0.0, pre = 0.0;
+    for (int64_t c = 0; c < p.cols; ++c) {
+        const double y = oracle_output<T>(p, row, c, o.rstd);
+        const double a = y < 0 ? -y : y;
+        const double s = oracle_sum_input<T>(p, row, c) * o.rstd;
+        const double b = s < 0 ? -s : s;
+        if (a != a || amax != amax) amax = NAN;
+        else if (a > amax) amax = a;
+        if (b > pre) pre = b;
+    }
+    o.raw_amax = amax;
+    o.amax = amax > clip ? clip : amax;  // NaN stays NaN
+    o.scale = o.amax / kE4m3Max;
+    o.pre_weight_amax = pre;
+    return o;
+}
+
+/// The exact quotient y / scale that lesson 11 rounds to e4m3 (beyond ±448 where the clip
+/// saturates); 0 for an all-zero row.
+template <typename T>
+WB_HD inline double oracle_fp8_quotient(const OracleProblem& p, int64_t row, int64_t col, const Fp8RowOracle& o) {
+    if (o.amax == 0.0) return 0.0;
+    return kE4m3Max * oracle_output<T>(p, row, col, o.rstd) / o.amax;
 }
 
 }  // namespace workbook

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "workbook/dtype.h"
+#include "workbook/e4m3.h"
 #include "workbook/hd.h"
 
 namespace workbook {
@@ -112,6 +113,48 @@ inline double column_sum_ulps(int64_t rows) { return 16.0 + 2.0 * std::sqrt(stat
  */
 inline Tolerance grad_weight_tolerance(int64_t rows) {
     return {2.0 * dtype_ulp(DType::f32), 1e-30, column_sum_ulps(rows) * dtype_ulp(DType::f32), "sqrt(sum (dy*xhat)^2)"};
+}
+
+/**
+ * Lesson 11: y quantised per row to FP8 e4m3. A kernel writes scale = min(max|y|, clip) / 448 in
+ * fp32 and q = e4m3(y / scale), rounded to nearest (ties to even) and saturated to ±448.
+ *
+ * The scale: relative to the oracle's, fp8_scale_rel(cols), the fp32 drift of the row's sum of
+ * squares (accumulation_ulps, the rule of every lesson) plus 4 ulps for the rstd, the product
+ * that gives the amax and the division by 448. Exactly 0 for an all-zero row.
+ *
+ * q: the oracle's exact quotient u = 448 · y / min(max|y|, clip), in fp64, rounded to e4m3. An
+ * honest kernel's quotient is off u by its scale's rounding and y's own, at most
+ * fp8_quotient_rel(cols) relative, so where u lies that close to a rounding boundary (the midpoint
+ * of two e4m3 neighbours) the kernel can land on either side of it. The rule: q is e4m3(u), or the
+ * neighbour across that boundary, and the latter only there: exactly one e4m3 step, only where the
+ * scale's own rounding can move an element across a boundary. Everywhere else q is exactly e4m3(u):
+ * a step away from a boundary, two steps, a NaN, or a value past ±448 is wrong.
+ *
+ * The accepted set is {e4m3(u·(1 − ε)), e4m3(u·(1 + ε))}: rounding is monotone, and the interval
+ * is far narrower than one e4m3 step (ε is 2e-5 at 4096 columns and 2.5e-4 at 65536, a step at
+ * least 2^-4 of the value), so it holds one value, or two neighbours when a boundary falls inside.
+ */
+inline double fp8_scale_rel(int64_t cols) { return (4.0 + accumulation_ulps(cols)) * dtype_ulp(DType::f32); }
+
+/// ε of the rule above: the scale's relative error and y's, which carries the same drift.
+inline double fp8_quotient_rel(int64_t cols) { return 2.0 * fp8_scale_rel(cols); }
+
+/// True when `got` (an e4m3 value) is an acceptable quantisation of the exact quotient `u` (finite,
+/// possibly beyond ±448 where the clip saturates it), by the rule above with ε = `rel`.
+WB_HD inline bool fp8_accepts(double u, double got, double rel) {
+    if (got != got) return false;
+    const double lo = e4m3_round(u - rel * (u < 0 ? -u : u));
+    const double hi = e4m3_round(u + rel * (u < 0 ? -u : u));
+    return got == lo || got == hi;
+}
+
+/// True when a row's `got` scale is within fp8_scale_rel (`rel`) of the oracle's `expected`
+/// (exactly 0 for an all-zero row).
+WB_HD inline bool fp8_scale_accepts(double expected, double got, double rel) {
+    if (got != got) return false;
+    const double diff = got > expected ? got - expected : expected - got;
+    return diff <= rel * expected;
 }
 
 /// True when `got` is acceptable. A NaN expected (a NaN in the row's input) requires a NaN.

@@ -1,0 +1,78 @@
+// Lesson 11's contract on the CPU: the reference refuses every invalid call of the grader's table
+// with cudaErrorInvalidValue before any device work (so no GPU is needed), in every element type,
+// and a call with rows = 0 succeeds without touching anything.
+#include <gtest/gtest.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "fp8_error_cases.h"
+#include "workbook/lesson_api.h"
+
+using namespace workbook;
+
+namespace {
+
+const api::Lesson11* reference_table() {
+    static const api::Lesson11* table = [] {
+        void* handle = dlopen(WORKBOOK_LESSON11_REFERENCE, RTLD_NOW | RTLD_LOCAL);
+        if (!handle) return static_cast<const api::Lesson11*>(nullptr);
+        auto get = reinterpret_cast<const api::Lesson11* (*)()>(dlsym(handle, "workbook_lesson11_api"));
+        return get ? get() : nullptr;
+    }();
+    return table;
+}
+
+/// Fake, well-aligned addresses: a refused call must not touch them, and rows = 0 touches nothing.
+template <typename T>
+T* fake(int slot) {
+    return reinterpret_cast<T*>(uintptr_t(0x7f0000000000ull) + uintptr_t(slot) * (16u << 20));
+}
+
+template <typename T>
+cudaError_t call(api::Fp8QuantFn<T> fn, const fp8::ErrorCase& e) {
+    return fn(e.null_x ? nullptr : fake<T>(1), e.x_stride, e.null_weight ? nullptr : fake<T>(2),
+              e.null_q ? nullptr : fake<__nv_fp8_e4m3>(3), e.q_stride, e.null_scale ? nullptr : fake<float>(4), e.rows,
+              e.cols, e.eps, e.clip, nullptr);
+}
+
+}  // namespace
+
+TEST(Fp8Contract, ReferenceRefusesEveryInvalidCall) {
+    const api::Lesson11* t = reference_table();
+    ASSERT_NE(t, nullptr) << "cannot open " << WORKBOOK_LESSON11_REFERENCE << ": " << dlerror();
+    int checked = 0;
+    for (const fp8::ErrorCase& e : fp8::error_cases()) {
+        EXPECT_EQ(call(t->f32, e), cudaErrorInvalidValue) << e.name << " (f32): " << e.what;
+        EXPECT_EQ(call(t->f16, e), cudaErrorInvalidValue) << e.name << " (f16): " << e.what;
+        EXPECT_EQ(call(t->bf16, e), cudaErrorInvalidValue) << e.name << " (bf16): " << e.what;
+        ++checked;
+    }
+    EXPECT_GE(checked, 14);
+}
+
+TEST(Fp8Contract, NoRowsIsSuccessWithoutWork) {
+    const api::Lesson11* t = reference_table();
+    ASSERT_NE(t, nullptr);
+    fp8::ErrorCase ok{"rows_zero", "rows = 0"};
+    ok.rows = 0;
+    EXPECT_EQ(call(t->bf16, ok), cudaSuccess);
+    // With no rows, null pointers are not an error: there is nothing to read or write.
+    ok.null_x = ok.null_q = ok.null_scale = ok.null_weight = true;
+    EXPECT_EQ(call(t->f32, ok), cudaSuccess);
+}
+
+TEST(Fp8Contract, EveryRuleOfTheHeaderHasACase) {
+    // The refusals rmsnorm_fp8.h lists, each at least once in the grader's table.
+    bool rows = false, cols = false, stride = false, nulls = false, eps = false, clip = false;
+    for (const fp8::ErrorCase& e : fp8::error_cases()) {
+        rows |= e.rows < 0;
+        cols |= e.cols < 1 || e.cols > 65536;
+        stride |= e.x_stride < e.cols || e.q_stride < e.cols;
+        nulls |= e.null_x || e.null_weight || e.null_q || e.null_scale;
+        eps |= !(e.eps >= 0);
+        clip |= !(e.clip > 0);
+    }
+    EXPECT_TRUE(rows && cols && stride && nulls && eps && clip);
+}

@@ -1,0 +1,425 @@
+/**
+ * @file rmsnorm_fp8.cu
+ * @brief Lesson 11 reference: RMSNorm fused with dynamic per-row FP8 (e4m3) quantisation.
+ *
+ * What it shows:
+ *  - a row that must be on chip twice: the scale needs the amax of the whole normalised row
+ *    before any element can be quantised, so the row is read into registers once, reduced,
+ *    then quantised from the same registers (rows too long for registers are read a second
+ *    time, mostly from L2);
+ *  - two reductions in one: max|y| = rstd · max|x · w| because rstd > 0 is the same for the
+ *    whole row, so the sum of squares and the amax reduce together, one barrier per row;
+ *  - e4m3 rounding and saturation: cvt.rn.satfinite through cuda_fp8.h's __NV_SATFINITE, two
+ *    elements per instruction; the all-zero row (scale 0, q 0, no 0/0) and the NaN row (scale
+ *    NaN) handled by the order of two comparisons, not by extra branches;
+ *  - the byte count of a kernel whose output is half its input (for 16-bit x): 3 bytes per
+ *    element, two of them read;
+ *  - the vector width of lesson 4, now limited by three alignments: x and weight at
+ *    sizeof(T) per element, q at one byte per element.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "workbook/rmsnorm_fp8.h"
+
+namespace workbook::lesson11 {
+namespace {
+
+constexpr int kWarpSize = 32;
+/// Largest grid.x a launch accepts; kernels walk the rows, so any rows count fits.
+constexpr int64_t kMaxGrid = 2147483647;
+/// Up to this many rows the launch is latency-bound (fewer rows than two per SM).
+constexpr int64_t kFewRows = 256;
+
+/// Minimum resident blocks for __launch_bounds__: 1024-thread blocks get 64 registers each.
+constexpr int min_blocks(int block) { return block >= 1024 ? 1 : 0; }
+
+/// Everything a kernel needs about one call, passed by value.
+template <typename T>
+struct Args {
+    const T* x;
+    int64_t x_row_stride;
+    const T* weight;
+    __nv_fp8_storage_t* q;  ///< e4m3 bytes
+    int64_t q_row_stride;
+    float* scale;
+    int64_t rows;
+    int cols;
+    float eps;
+    float clip;
+};
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// VEC elements of T that move as one access (up to 16 bytes).
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+    T v[VEC];
+};
+
+/// VEC e4m3 bytes that move as one store (up to 8 bytes).
+template <int VEC>
+struct alignas(VEC) QPack {
+    __nv_fp8_storage_t v[VEC];
+};
+
+/// fp32 copies of a pack's elements, 16-bit pairs converted as pairs.
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
+    if constexpr (std::is_same_v<T, __half> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+            const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&p.v[k]));
+            f[k] = t.x;
+            f[k + 1] = t.y;
+        }
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+            const float2 t = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&p.v[k]));
+            f[k] = t.x;
+            f[k + 1] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) f[k] = to_float(p.v[k]);
+    }
+}
+
+/// Keeps the packed row (not fp32 copies of it) alive across the reduction: half the
+/// registers for 16-bit rows. Emits no code.
+template <typename T, int VEC>
+__device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
+    if constexpr (sizeof(p) % 4 == 0) {
+        unsigned* words = reinterpret_cast<unsigned*>(&p);
+#pragma unroll
+        for (int i = 0; i < static_cast<int>(sizeof(p) / 4); ++i) asm volatile("" : "+r"(words[i]));
+    } else {
+        asm volatile("" : "+h"(*reinterpret_cast<unsigned short*>(&p)));
+    }
+}
+
+/// [quantise]
+/// VEC values v[k] · factor rounded to e4m3, to nearest even, saturating at ±448: two per
+/// cvt.rn.satfinite.e4m3x2.f32 on sm_89 and newer. Saturation is not optional: the element
+/// that set the amax lands on 448 only up to fp32 rounding, and with a clip every element past
+/// it lies beyond 448; a conversion without it makes NaN of them.
+template <int VEC>
+__device__ __forceinline__ QPack<VEC> quantise(const float (&v)[VEC], float factor) {
+    QPack<VEC> out;
+    if constexpr (VEC % 2 == 0) {
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+            const __nv_fp8x2_storage_t two = __nv_cvt_float2_to_fp8x2(
+                make_float2(v[k] * factor, v[k + 1] * factor), __NV_SATFINITE, __NV_E4M3);
+            out.v[k] = static_cast<__nv_fp8_storage_t>(two & 0xff);
+            out.v[k + 1] = static_cast<__nv_fp8_storage_t>(two >> 8);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) out.v[k] = __nv_cvt_float_to_fp8(v[k] * factor, __NV_SATFINITE, __NV_E4M3);
+    }
+    return out;
+}
+
+/// The row's scale and the factor that takes x · w to e4m3's range, from the row's sum of
+/// squares and max|x · w|. max|y| = rstd · max|x · w| (rstd > 0 is common to the row). The clip
+/// is applied as `clip < amax ? clip : amax` so a NaN amax stays NaN; the factor is 0 unless the
+/// amax is a positive number, so an all-zero row gives q = 0 with scale 0 (no 0 / 0), and a row
+/// holding a NaN gives scale NaN (its q, all 0, dequantise to NaN).
+__device__ __forceinline__ float row_scale(float sumsq, float max_xw, int cols, float eps, float clip, float* factor) {
+    const float rstd = 1.0f / sqrtf(sumsq / static_cast<float>(cols) + eps);
+    const float amax = rstd * max_xw;
+    const float clipped = clip < amax ? clip : amax;
+    *factor = clipped > 0.0f ? rstd * (kE4m3Max / clipped) : 0.0f;
+    return clipped / kE4m3Max;
+}
+/// [quantise]
+
+/// [two-reductions]
+/// Sum and max over the G consecutive lanes that share a row (G a power of two, at most 32):
+/// one butterfly carries both. fmaxf drops a NaN |x · w|; the NaN row is caught by its rstd.
+template <int G>
+__device__ __forceinline__ void group_reduce(float& sum, float& mx) {
+#pragma unroll
+    for (int offset = G / 2; offset > 0; offset /= 2) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, offset));
+    }
+}
+
+/// The same over a block of BLOCK threads, every thread gets both results. Two banks of slots
+/// used on alternate rows, so one barrier per row is enough.
+template <int BLOCK>
+__device__ __forceinline__ void block_reduce(float& sum, float& mx, float2 (*slots)[BLOCK / kWarpSize], int bank) {
+    constexpr int kWarps = BLOCK / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize;
+    group_reduce<kWarpSize>(sum, mx);
+    if (lane == 0) slots[bank][threadIdx.x / kWarpSize] = make_float2(sum, mx);
+    __syncthreads();
+    const float2 mine = lane < kWarps ? slots[bank][lane] : make_float2(0.0f, 0.0f);
+    sum = mine.x;
+    mx = mine.y;
+    group_reduce<kWarpSize>(sum, mx);
+}
+/// [two-reductions]
+
+template <int G>
+using Slots = float2[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
+
+template <int G>
+__device__ __forceinline__ void row_reduce(float& sum, float& mx, Slots<G>& slots, int bank) {
+    if constexpr (G <= kWarpSize) {
+        group_reduce<G>(sum, mx);
+    } else {
+        block_reduce<G>(sum, mx, slots, bank);
+    }
+}
+
+/**
+ * Rows held in registers. A group of G threads owns a row; thread `lane` holds vectors lane,
+ * lane + G, ... (ITERS of them), so each warp-wide access is contiguous. G <= 32: BLOCK / G rows
+ * per block, shuffles only; G > 32: one row per block. EARLY_W: the weight stays in registers
+ * from the first pass to the second; otherwise it is read twice (from L1/L2: every row shares it).
+ */
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
+__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args<T> a) {
+    static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
+    using P = Pack<T, VEC>;
+    constexpr int kRowsPerBlock = BLOCK / G;
+    __shared__ Slots<G> slots;
+    const int nvec = a.cols / VEC;
+    const int lane = threadIdx.x % G;
+    const int group = threadIdx.x / G;
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
+    int bank = 0;
+
+    // Every thread runs the same iterations (the test is on the block's first row), so the
+    // shuffles and barriers are never divergent.
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < a.rows;
+         first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+        const int64_t row = first + group;
+        const bool active = row < a.rows;
+        const int64_t r = active ? row : 0;
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
+
+        /// [row-on-chip]
+        // The first time on chip: every load in flight before any use; the row then stays in
+        // registers until it is quantised.
+        P xv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) xv[i] = xr[idx];
+        }
+        P wv[EARLY_W ? ITERS : 1];
+        if constexpr (EARLY_W) {
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (active && idx < nvec) wv[i] = w[idx];
+            }
+        }
+        float sumsq = 0.0f, max_xw = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                if constexpr (EARLY_W) {
+                    unpack(wv[i], g);
+                } else {
+                    unpack(w[idx], g);  // read again in the second pass
+                }
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    sumsq = fmaf(f[k], f[k], sumsq);
+                    max_xw = fmaxf(max_xw, fabsf(f[k] * g[k]));
+                }
+            }
+            keep_packed(xv[i]);
+        }
+        row_reduce<G>(sumsq, max_xw, slots, bank);
+        bank ^= 1;
+        /// [row-on-chip]
+
+        if (active) {
+            float factor;
+            const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
+            if (lane == 0) a.scale[row] = s;
+            QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(a.q + row * a.q_row_stride);
+            // The second time: the same registers, now that the scale is known.
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) {
+                    float f[VEC], g[VEC];
+                    unpack(xv[i], f);
+                    if constexpr (EARLY_W) {
+                        unpack(wv[i], g);
+                    } else {
+                        unpack(w[idx], g);
+                    }
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) f[k] *= g[k];
+                    qr[idx] = quantise<VEC>(f, factor);
+                }
+            }
+        }
+    }
+}
+
+/// [stream-twice]
+/// Rows too long for registers (fp32 rows past 32768 columns, 16-bit rows at a narrow width):
+/// one block per row, the sums streamed in a first read, the row read again (mostly from L2,
+/// where the first read just left it) to quantise.
+template <typename T, int VEC, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    constexpr int kUnroll = 4;
+    __shared__ Slots<BLOCK> slots;
+    const int nvec = a.cols / VEC;
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
+    int bank = 0;
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + row * a.x_row_stride);
+        float sumsq = 0.0f, max_xw = 0.0f;
+        for (int base = threadIdx.x; base < nvec; base += kUnroll * BLOCK) {
+            P xv[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+                if (base + u * BLOCK < nvec) xv[u] = xr[base + u * BLOCK];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                if (base + u * BLOCK < nvec) {
+                    float f[VEC], g[VEC];
+                    unpack(xv[u], f);
+                    unpack(w[base + u * BLOCK], g);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) {
+                        sumsq = fmaf(f[k], f[k], sumsq);
+                        max_xw = fmaxf(max_xw, fabsf(f[k] * g[k]));
+                    }
+                }
+            }
+        }
+        block_reduce<BLOCK>(sumsq, max_xw, slots, bank);
+        bank ^= 1;
+        float factor;
+        const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
+        if (threadIdx.x == 0) a.scale[row] = s;
+        QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(a.q + row * a.q_row_stride);
+#pragma unroll 4
+        for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
+            float f[VEC], g[VEC];
+            unpack(xr[idx], f);
+            unpack(w[idx], g);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] *= g[k];
+            qr[idx] = quantise<VEC>(f, factor);
+        }
+    }
+}
+/// [stream-twice]
+
+inline int grid_for(int64_t groups) { return static_cast<int>(groups < kMaxGrid ? groups : kMaxGrid); }
+
+template <typename T, int VEC, int G, int ITERS>
+cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
+    constexpr int kBlock = G <= kWarpSize ? 256 : G;
+    constexpr int kRowsPerBlock = kBlock / G;
+    // The weight stays in registers between the two passes when that costs at most 16
+    // registers per thread (8 in 1024-thread blocks, which get only 64).
+    constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
+    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
+        <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+/// [launch-shape]
+/// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors, as in
+/// lesson 4: a few lanes per row and many rows per block for short rows, a warp in the middle,
+/// a block for long rows, and each row spread thin when there are too few rows to fill the GPU.
+template <typename T, int VEC>
+cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
+    const int nvec = a.cols / VEC;
+    if constexpr (VEC * sizeof(T) == 16) {
+        if (a.rows <= kFewRows && nvec > 64) {
+            if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
+            if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
+            if (nvec <= 512) return launch_rows<T, VEC, 512, 1>(a, stream);
+            if (nvec <= 1024) return launch_rows<T, VEC, 1024, 1>(a, stream);
+            if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
+            if (nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
+        }
+    }
+    // Accesses of 4 bytes or less carry so little that each thread needs 16 in flight, not 8.
+    constexpr int kI = VEC * sizeof(T) >= 8 ? 8 : 16;
+    if (nvec <= 8) return launch_rows<T, VEC, 2, 4>(a, stream);
+    if (nvec <= 16) return launch_rows<T, VEC, 4, 4>(a, stream);
+    if (nvec <= 32) return launch_rows<T, VEC, 8, 4>(a, stream);
+    if (nvec <= 64) return launch_rows<T, VEC, 16, 4>(a, stream);
+    if (nvec <= 128) return launch_rows<T, VEC, 32, 4>(a, stream);
+    if (nvec <= 32 * kI) return launch_rows<T, VEC, 32, kI>(a, stream);
+    if (nvec <= 64 * kI) return launch_rows<T, VEC, 64, kI>(a, stream);
+    if (nvec <= 128 * kI) return launch_rows<T, VEC, 128, kI>(a, stream);
+    if (nvec <= 256 * kI) return launch_rows<T, VEC, 256, kI>(a, stream);
+    if (nvec <= 512 * kI) return launch_rows<T, VEC, 512, kI>(a, stream);
+    if (nvec <= 1024 * kI) return launch_rows<T, VEC, 1024, kI>(a, stream);
+    if constexpr (kMaxCols / VEC > 1024 * kI) {
+        fp8_stream_kernel<T, VEC, 1024><<<grid_for(a.rows), 1024, 0, stream>>>(a);
+        return cudaGetLastError();
+    }
+    return cudaErrorInvalidValue;  // unreachable: cols <= kMaxCols
+}
+/// [launch-shape]
+
+/// True when `p` may be accessed `bytes` at a time.
+inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+}  // namespace
+
+template <typename T>
+cudaError_t rmsnorm_fp8_quant(const T* x, int64_t x_row_stride, const T* weight, __nv_fp8_e4m3* q,
+                              int64_t q_row_stride, float* scale, int64_t rows, int64_t cols, float eps, float clip,
+                              cudaStream_t stream) {
+    /// [validate]
+    // `!(clip > 0)` and `!(eps >= 0)` are true for NaN too.
+    if (rows < 0 || cols < 1 || cols > kMaxCols || !(clip > 0.0f) || !(eps >= 0.0f)) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+    if (!x || !weight || !q || !scale) return cudaErrorInvalidValue;
+    if (rows > 1 && (x_row_stride < cols || q_row_stride < cols)) return cudaErrorInvalidValue;
+    /// [validate]
+
+    /// [vector-width]
+    // Widest width w (elements) with every access aligned: w divides cols and, when there is
+    // a second row, both strides; x and weight are aligned to w · sizeof(T), q to w bytes.
+    auto fits = [&](int w) {
+        const int bytes = w * static_cast<int>(sizeof(T));
+        return cols % w == 0 && aligned_to(x, bytes) && aligned_to(weight, bytes) && aligned_to(q, w) &&
+               (rows == 1 || (x_row_stride % w == 0 && q_row_stride % w == 0));
+    };
+    int vec = 16 / static_cast<int>(sizeof(T));
+    while (vec > 1 && !fits(vec)) vec /= 2;
+    /// [vector-width]
+
+    const Args<T> a{x, x_row_stride, weight, reinterpret_cast<__nv_fp8_storage_t*>(q), q_row_stride, scale, rows,
+                    static_cast<int>(cols), eps, clip};
+    if constexpr (sizeof(T) == 2) {
+        if (vec == 8) return launch_width<T, 8>(a, stream);
+    }
+    if (vec == 4) return launch_width<T, 4>(a, stream);
+    if (vec == 2) return launch_width<T, 2>(a, stream);
+    return launch_width<T, 1>(a, stream);
+}
+
+}  // namespace workbook::lesson11
