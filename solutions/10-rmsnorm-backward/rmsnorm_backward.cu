@@ -679,7 +679,8 @@ size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
  * @param[in]  rstd               the forward's 1/sqrt(mean(x²) + eps), fp32, one per row
  * @param[out] dx, dx_row_stride  the gradient of x; padding between rows is never written
  * @param[out] dweight            cols fp32 sums over all rows (rows = 0: zeros)
- * @param      workspace          at least rmsnorm_backward_workspace_bytes<T>(rows, cols) bytes
+ * @param      workspace, workspace_bytes  scratch of at least rmsnorm_backward_workspace_bytes<T>(rows, cols)
+ *                                bytes, and its size
  * @param[in]  rows, cols         rows ≥ 0, 1 ≤ cols ≤ 65536
  * @param[in]  stream             the only stream anything is enqueued on
  * @return the launch's error code; cudaErrorInvalidValue for bad sizes or a workspace that
