@@ -8,7 +8,9 @@
  *    that starts one element past an aligned address still runs (at a narrower width);
  *  - a launch shape that follows cols: a few lanes per row and many rows per block for
  *    short rows (at 256 and 512 fp16/bf16 columns, one-warp blocks whose lanes each hold
- *    4 or 2 rows), one warp per row in the middle, one block per row for long rows;
+ *    4 or 2 rows), one warp per row in the middle, one block per row for long rows, and for
+ *    many long 16-bit rows a block of 2 vectors per thread held to 32 registers, so the SM
+ *    runs its full 2048 threads;
  *  - the row held in registers between the sum of squares and the scaling, so x is read
  *    from memory exactly once;
  *  - fp32 accumulation whatever T is, pairwise 16-bit conversions, and 64-bit offsets.

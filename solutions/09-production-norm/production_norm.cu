@@ -13,7 +13,10 @@
  *    template parameter only where they change the registers a thread holds (a residual);
  *  - 2-D and 3-D strided tensors: a row's offset is (row / heads) · stride0 + (row % heads) · stride1;
  *  - rows too long for one block's registers: one block per row, Welford's running mean and
- *    M2 in the first read, the second read (mostly from L2) writes.
+ *    M2 in the first read, the second read (mostly from L2) writes;
+ *  - what one kernel for every option must tell the compiler: a register cap (launch bounds),
+ *    and that the weight and bias are read-only for the launch (`__ldg`), so their loads are
+ *    16 bytes wide and need not wait behind the stores of y.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
