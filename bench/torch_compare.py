@@ -333,6 +333,8 @@ def main():
                     help="lesson 11's shapes: the six of issue 16, or every 2-D seed shape up to 65536 cols")
     ap.add_argument("--variants", default=",".join(l9.VARIANTS),
                     help="lesson 9's options to time, comma-separated subset of " + ",".join(l9.VARIANTS))
+    ap.add_argument("--lesson9-cols", default="",
+                    help="lesson 9 on the seed shapes of these row lengths only (comma-separated; default: all)")
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
     ap.add_argument("--samples", type=int, default=25, help="timed samples per measurement (>= 20)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
@@ -445,8 +447,9 @@ def main():
                     bench.shape(6, shape, dname, nbytes, impls)
                 del qkv, q, qc, out
         if ref9 is not None:
+            only = {int(c) for c in args.lesson9_cols.split(",") if c}
             for rows, cols in SEED_SHAPES:
-                if cols <= LESSON4_MAX_COLS:
+                if cols <= LESSON4_MAX_COLS and (not only or cols in only):
                     for v in variants:
                         lesson9_shape(bench, ref9, compiled9[v], v, rows, cols, dt, dname, args.no_compile)
         if ref10 is not None:

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Two bench/torch_compare.py runs side by side, as Markdown: the reference against torch.compile in each.
+
+A row is "slower" only when the reference is behind torch.compile by more than that run's noise band
+(the gap between the reference's two timings, at least 1%), as scripts/collect-results judges it.
+Lesson 9 rows, when a run has them, also show the share of the large copy given with --copy-gbps.
+
+Usage: python3 bench/two_runs.py A.json B.json [--copy-gbps 3005] > table.md
+"""
+import argparse
+import json
+
+
+def rows_of(path):
+    """(lesson, shape, dtype) -> {impl: GB/s, 'noise': ..., 'bytes': ...} of one run."""
+    with open(path) as f:
+        run = json.load(f)
+    out = {}
+    for r in run["rows"]:
+        g = out.setdefault((r["lesson"], r["shape"], r["dtype"]), {})
+        g[r["impl"]] = r["gbps"]
+        if r["impl"] == "reference":
+            g["noise"] = r["noise"]
+            g["bytes"] = r["gbps"] * r["us"] * 1e3
+    return run, out
+
+
+def verdict(g):
+    ratio = g["reference"] / g["compile"]
+    band = max(g.get("noise", 0.0), 0.01)
+    return ratio, "faster" if ratio > 1 + band else "slower" if ratio < 1 - band else "tie"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("first")
+    ap.add_argument("second")
+    ap.add_argument("--copy-gbps", type=float, default=0.0, help="the large copy, for lesson 9's share column")
+    args = ap.parse_args()
+    run_a, a = rows_of(args.first)
+    _, b = rows_of(args.second)
+    print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
+          f"{run_a.get('samples')} samples per timing.\n")
+    counts = {}
+    print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
+          "vs compile, 1st | vs compile, 2nd |")
+    print("|---|---|---|---:|---:|---|---|")
+    for key in sorted(k for k in a if k[0] != 9 and "compile" in a[k]):
+        ra, va = verdict(a[key])
+        cells = [f"{a[key]['reference']:.0f}", f"{a[key]['compile']:.0f}", f"{ra:.3f} {va}"]
+        if key in b and "compile" in b[key]:
+            rb, vb = verdict(b[key])
+            cells = [f"{a[key]['reference']:.0f}, {b[key]['reference']:.0f}",
+                     f"{a[key]['compile']:.0f}, {b[key]['compile']:.0f}", f"{ra:.3f} {va}", f"{rb:.3f} {vb}"]
+            counts.setdefault(key[0], []).append((va, vb))
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    print()
+    for lesson, vs in sorted(counts.items()):
+        both = sum(1 for va, vb in vs if va != "slower" and vb != "slower")
+        print(f"- lesson {lesson}: {both} of {len(vs)} rows at least level with torch.compile in both runs; "
+              f"slower in the 1st {sum(va == 'slower' for va, _ in vs)}, in the 2nd {sum(vb == 'slower' for _, vb in vs)}")
+    nine = sorted(k for k in a if k[0] == 9 and "compile" in a[k])
+    if nine:
+        print("\n| lesson 9 option and shape | dtype | MiB moved | reference GB/s | torch.compile GB/s | vs compile | "
+              "% of the large copy |")
+        print("|---|---|---:|---:|---:|---|---:|")
+        for key in nine:
+            g = a[key]
+            ratio, v = verdict(g)
+            share = f"{100 * g['reference'] / args.copy_gbps:.1f}%" if args.copy_gbps else ""
+            print(f"| {key[1]} | {key[2]} | {g['bytes'] / 2**20:.0f} | {g['reference']:.0f} | {g['compile']:.0f} | "
+                  f"{ratio:.3f} {v} | {share} |")
+
+
+if __name__ == "__main__":
+    main()
