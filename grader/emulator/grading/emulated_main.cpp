@@ -112,20 +112,6 @@ int grade(const Args& args) {
     std::printf("%s\n", kLabel);
     emu::set_watchdog_seconds(args.watchdog);
 
-    if (args.lesson >= 7) {
-        report.verdict = "no-gpu";
-        report.reason = args.lesson == 7
-                            ? "lesson 7's programmatic dependent launch (a grid starting before its producer ends) is "
-                              "not modelled by the CPU emulator: this lesson needs a GPU"
-                        : args.lesson == 8
-                            ? "lesson 8's thread-block clusters and distributed shared memory are not graded on the CPU "
-                              "emulator yet: this lesson needs a GPU"
-                            : "lesson " + std::to_string(args.lesson) + " is not graded on the CPU emulator yet: "
-                              "this lesson needs a GPU";
-        std::printf("\n%s\n", report.reason.c_str());
-        return finish(report, args, kNoGpu);
-    }
-
     std::unique_ptr<Submission> student;
     try {
         student = std::make_unique<Submission>(args.student, args.lesson);

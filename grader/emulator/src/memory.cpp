@@ -141,6 +141,20 @@ namespace {
 
 }  // namespace
 
+void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, bool write, const void* pc) {
+    if (!tls_unit) return;  // host code of the submission, or the grader's own plain kernels
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (a == 0 || alignment <= 1 || a % alignment == 0) return;
+    std::ostringstream o;
+    o << "misaligned address: " << where_now() << " " << (write ? "stores" : "loads") << " a whole " << type << " at "
+      << hex_address(a) << ", which is not a multiple of " << alignment << " (the type is " << alignment
+      << "-byte aligned, so the GPU moves it with " << alignment << "-byte accesses: a " << alignment
+      << "-byte vector access needs a " << alignment << "-byte aligned address)";
+    const std::string line = source_line(pc);
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(cudaErrorMisalignedAddress, o.str());
+}
+
 void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc, bool atomic) {
     UnitState* u = tls_unit;
     if (!u) return;  // host code of the submission, or the grader's own plain kernels
@@ -232,6 +246,38 @@ extern "C" void __tsan_func_entry(void*) {}
 extern "C" void __tsan_func_exit() {}
 extern "C" void __tsan_vptr_update(void**, void*) {}
 extern "C" void __tsan_vptr_read(void**) {}
+
+// ---- UndefinedBehaviorSanitizer's alignment check (-fsanitize=alignment) -----------------
+// The compiler may copy a 16-byte aligned struct (a Pack of 8 halves) field by field, so the
+// access hooks above see 2- or 4-byte accesses; nvcc loads it with one 16-byte instruction.
+// The alignment check sees the typed load or store itself, with the type's alignment.
+
+namespace {
+struct UbsanLocation {
+    const char* file;
+    uint32_t line, column;
+};
+struct UbsanType {
+    uint16_t kind, info;
+    char name[1];
+};
+struct UbsanMismatch {
+    UbsanLocation location;
+    const UbsanType* type;
+    unsigned char log_alignment;
+    unsigned char check_kind;  ///< 0 load, 1 store; the others (member access, reference binding) move no data
+};
+
+void typed_access(const UbsanMismatch* d, uintptr_t p, const void* pc) {
+    if (d->check_kind > 1) return;
+    const std::string type = d->type ? std::string(d->type->name) : std::string("value");
+    emu::check_typed_alignment(reinterpret_cast<const void*>(p), std::size_t(1) << d->log_alignment, type.c_str(),
+                               d->check_kind == 1, pc);
+}
+}  // namespace
+
+extern "C" void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t p) { typed_access(d, p, EMU_RA); }
+extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_t p) { typed_access(d, p, EMU_RA); }
 
 // Atomics of kernel code (atomicAdd and friends): checked like a plain access, then done.
 #define EMU_ATOMIC(bits, T)                                                                                         \
