@@ -26,8 +26,8 @@ using namespace workbook;
 /// Cases whose tensors hold more elements than this are not run on the emulator.
 constexpr int64_t kMaxEmulatedElements = int64_t(1) << 27;
 
-/// Benchmark shapes are checked on their first rows only, about this many elements.
-constexpr int64_t kCheckedBenchElements = int64_t(1) << 22;
+/// Benchmark shapes are checked on their first rows only, about this many elements (at least one row).
+constexpr int64_t kCheckedBenchElements = int64_t(1) << 20;
 
 const char* kLabel = "correctness on the CPU emulator; the bandwidth gate needs a GPU";
 

@@ -772,17 +772,37 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
 }
 
 /// The grader's own element-wise kernels: one plain call per thread, no fibers.
-void run_block_plain(LaunchState& l, uint64_t block) {
+/// Their threads never wait for each other, so a unit is a slice of a block's threads: a grid
+/// of one block (the oracle over a few long rows) still runs on every core.
+void run_block_plain(LaunchState& l, uint64_t unit, unsigned slices) {
     const LaunchSpec& s = l.spec;
+    const uint64_t block = unit / slices;
     blockIdx = uint3{static_cast<unsigned>(block % s.grid.x), static_cast<unsigned>((block / s.grid.x) % s.grid.y),
                      static_cast<unsigned>(block / (uint64_t(s.grid.x) * s.grid.y))};
     if (tls_arena.size() < l.dynamic_bytes) tls_arena.resize(l.dynamic_bytes);
-    for (unsigned z = 0; z < s.block.z; ++z)
-        for (unsigned y = 0; y < s.block.y; ++y)
-            for (unsigned x = 0; x < s.block.x; ++x) {
-                threadIdx = uint3{x, y, z};
-                (*l.body)();
-            }
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    const unsigned per_slice = (threads + slices - 1) / slices;
+    const unsigned first = static_cast<unsigned>(unit % slices) * per_slice;
+    const unsigned end = std::min(threads, first + per_slice);
+    if (s.block.y == 1 && s.block.z == 1) {  // the usual shape: no divisions per thread
+        for (unsigned i = first; i < end; ++i) {
+            threadIdx = uint3{i, 0, 0};
+            (*l.body)();
+        }
+        return;
+    }
+    for (unsigned i = first; i < end; ++i) {
+        threadIdx = uint3{i % s.block.x, (i / s.block.x) % s.block.y, i / (s.block.x * s.block.y)};
+        (*l.body)();
+    }
+}
+
+/// Slices per block of a plain-mode launch: enough units for every core when the grid is small.
+unsigned plain_slices(const LaunchSpec& s) {
+    const uint64_t blocks = uint64_t(s.grid.x) * s.grid.y * s.grid.z;
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    if (blocks >= 64) return 1;
+    return std::max(1u, std::min(threads / 32, static_cast<unsigned>(64 / blocks)));
 }
 
 /// Runs units of the launch until none is left (or `limit` of them ran); false when none was left.
@@ -795,7 +815,7 @@ bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = 
         if (i >= units) return false;
         if (l.aborted.load(std::memory_order_relaxed)) break;
         if (l.spec.mode == LaunchMode::plain) {
-            run_block_plain(l, i);
+            run_block_plain(l, i, per_unit);
             continue;
         }
         prepare_unit(l, u, i * per_unit);
@@ -911,9 +931,12 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
         l.dynamic_bytes = spec.dynamic_smem;
         l.static_end = spec.dynamic_smem;
         l.prerequisite = prerequisite.get();
-        const unsigned per_unit = spec.cluster.x * spec.cluster.y * spec.cluster.z;
+        // A unit: one cluster of blocks (fiber mode), or a slice of a block (plain mode, where
+        // per_unit counts slices).
+        const bool plain = spec.mode == LaunchMode::plain;
+        const unsigned per_unit = plain ? plain_slices(spec) : spec.cluster.x * spec.cluster.y * spec.cluster.z;
         const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
-        const uint64_t units = blocks / per_unit;
+        const uint64_t units = plain ? blocks * per_unit : blocks / per_unit;
         if (prerequisite && !prerequisite->done()) {
             // Until the grid this one depends on has run, units run one at a time on this thread,
             // so which reads come before that grid's writes does not depend on timing.
