@@ -33,9 +33,10 @@ std::string where_now();
 void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc,
                   bool atomic = false);
 
-/// Called by the compiler's alignment check on a load or store of a whole value of a type that
-/// needs `alignment` bytes (a vector or an alignas struct): a misaligned address, as on the GPU.
-void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, bool write, const void* pc);
+/// Called by the compiler's alignment check on a load (kind 0), store (1) or copy (2) of a whole
+/// value of a type that needs `alignment` bytes (a vector or an alignas struct): a misaligned
+/// address, as on the GPU.
+void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, int kind, const void* pc);
 
 /// Device heap: allocations checked by check_access.
 void* device_alloc(std::size_t bytes);

@@ -156,12 +156,13 @@ namespace {
 
 }  // namespace
 
-void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, bool write, const void* pc) {
+void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, int kind, const void* pc) {
     if (!tls_unit) return;  // host code of the submission, or the grader's own plain kernels
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     if (a == 0 || alignment <= 1 || a % alignment == 0) return;
     std::ostringstream o;
-    o << "misaligned address: " << where_now() << " " << (write ? "stores" : "loads") << " a whole " << type << " at "
+    o << "misaligned address: " << where_now() << " " << (kind == 0 ? "loads" : kind == 1 ? "stores" : "copies")
+      << " a whole " << type << " at "
       << hex_address(a) << ", which is not a multiple of " << alignment << " (the type is " << alignment
       << "-byte aligned, so the GPU moves it with " << alignment << "-byte accesses: a " << alignment
       << "-byte vector access needs a " << alignment << "-byte aligned address)";
@@ -312,14 +313,16 @@ struct UbsanMismatch {
     UbsanLocation location;
     const UbsanType* type;
     unsigned char log_alignment;
-    unsigned char check_kind;  ///< 0 load, 1 store; the others (member access, reference binding) move no data
+    /// 0 load, 1 store, 2 reference binding (g++ checks a whole-struct copy there, `T v = *p`, and
+    /// sometimes only there); member access and calls are not checked: they touch one field.
+    unsigned char check_kind;
 };
 
 void typed_access(const UbsanMismatch* d, uintptr_t p, const void* pc) {
-    if (d->check_kind > 1) return;
+    if (d->check_kind > 2) return;
     const std::string type = d->type ? std::string(d->type->name) : std::string("value");
     emu::check_typed_alignment(reinterpret_cast<const void*>(p), std::size_t(1) << d->log_alignment, type.c_str(),
-                               d->check_kind == 1, pc);
+                               d->check_kind, pc);
 }
 }  // namespace
 

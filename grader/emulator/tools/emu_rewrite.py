@@ -264,7 +264,8 @@ def rewrite_cluster_dims(text, masked):
         args = " ".join(text[m.end():close - 1].split())
         body = _body_after(masked, close)
         if not body:
-            raise RewriteError(f"line {_line_of(text, m.start())}: __cluster_dims__ must be on a kernel's definition")
+            raise RewriteError(f"line {_line_of(text, m.start())}: the CPU emulator reads __cluster_dims__ on a kernel's "
+                              "definition only: put it there (on the line with the kernel's body)")
         edits.append((m.start(), close, " " + _keep_newlines(text[m.start():close])))
         edits.append((body[0], body[0] + 1, f"{{ ::emu::kernel_cluster_dims({args});"))
     return edits
