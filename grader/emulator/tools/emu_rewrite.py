@@ -265,7 +265,7 @@ def rewrite_cluster_dims(text, masked):
         body = _body_after(masked, close)
         if not body:
             raise RewriteError(f"line {_line_of(text, m.start())}: the CPU emulator reads __cluster_dims__ on a kernel's "
-                              "definition only: put it there (on the line with the kernel's body)")
+                              "definition only: put it on the definition (the declaration with the body)")
         edits.append((m.start(), close, " " + _keep_newlines(text[m.start():close])))
         edits.append((body[0], body[0] + 1, f"{{ ::emu::kernel_cluster_dims({args});"))
     return edits
