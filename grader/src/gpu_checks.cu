@@ -339,6 +339,11 @@ std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, 
 }
 
 void scribble_shared_memory(cudaStream_t stream) {
+#ifdef WORKBOOK_CPU_EMULATOR
+    // The CPU emulator fills each block's shared memory with NaN when the block starts.
+    (void)stream;
+    return;
+#endif
     static int smem_bytes = -1, blocks = 0;
     if (smem_bytes < 0) {
         int device = 0;

@@ -403,8 +403,11 @@ LessonPlan production_plan(const Submission& student, const Submission& referenc
         // and the timed launches' outputs are checked. The in-place forms are correctness cases.
         c.opts &= ~(kYInPlace | kResInPlace);
         const DType t = s.t;
-        plan.cases.push_back(make_gpu_case("bench_" + s.label + "_" + dtype_name(t), "a benchmark shape",
-                                           [c, t, mine](uint64_t seed) { return prod_call(c, t, seed, mine); }, 1, true));
+        ProdCase checked = c;  // fewer rows on the CPU emulator (opt.max_checked_bench_elements)
+        checked.outer = checked_bench_rows(c.outer, (c.heads ? c.heads : 1) * c.cols, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + s.label + "_" + dtype_name(t), checked_bench_what(c.outer, checked.outer),
+                                           [checked, t, mine](uint64_t seed) { return prod_call(checked, t, seed, mine); },
+                                           1, true));
         plan.bench.push_back(make_bench_shape(s.label, t, [c, t, mine](uint64_t seed) { return prod_call(c, t, seed, mine); },
                                               [c, t, ref](uint64_t seed) { return prod_call(c, t, seed, ref); }));
     }

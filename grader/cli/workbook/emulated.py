@@ -1,4 +1,4 @@
-"""Grading lessons 2-8 on the CPU emulator (docs/emulator.md).
+"""Grading lessons 2-9 on the CPU emulator (docs/emulator.md).
 
 Without a CUDA GPU (or with --emulate), the learner's unmodified .cu file is rewritten
 (grader/emulator/tools/emu_rewrite.py), compiled with g++ against the emulator's CUDA
@@ -66,7 +66,11 @@ def compile_for_emulator(lesson, source, shown):
     with open(source, "rb") as f:
         content = f.read()
     tool_bytes = b""
-    for path in (cfg["rewrite"], cfg["adapter"], cfg["runtime"]):
+    # The emulator's own headers (cuda_runtime.h, cooperative_groups.h, cub/...) and the contract's
+    # are compiled into the library too: a change to any of them makes a new one.
+    headers = sorted(os.path.join(d, n) for root in (cfg["emulator_include"], cfg["grader_include"])
+                     for d, _, names in os.walk(root) for n in names)
+    for path in (cfg["rewrite"], cfg["adapter"], cfg["runtime"], *headers):
         with open(path, "rb") as f:
             tool_bytes += hashlib.sha256(f.read()).digest()
     settings = (str(lesson.number) + cfg["kernel_flags"] + cfg["cxx"]).encode()

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,6 +33,11 @@ std::string where_now();
 void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc,
                   bool atomic = false);
 
+/// Called by the compiler's alignment check on a load (kind 0), store (1) or copy (2) of a whole
+/// value of a type that needs `alignment` bytes (a vector or an alignas struct): a misaligned
+/// address, as on the GPU.
+void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, int kind, const void* pc);
+
 /// Device heap: allocations checked by check_access.
 void* device_alloc(std::size_t bytes);
 bool device_free(void* p);
@@ -51,7 +58,34 @@ struct DeviceLimits {
     static constexpr int max_cluster = 8, max_cluster_nonportable = 16;
 };
 
+/// A kernel launch held back so that a grid launched after it with programmatic stream
+/// serialization can start first: it runs once, when that grid first waits on it
+/// (cudaGridDependencySynchronize), after that grid if it never waits, or when anything else
+/// needs the stream.
+class HeldKernel {
+public:
+    explicit HeldKernel(std::function<void()> run) : run_(std::move(run)) {}
+    /// Runs the kernel unless it ran already; on the thread that needs it.
+    void complete() {
+        std::call_once(once_, [this] {
+            run_();
+            done_.store(true, std::memory_order_release);
+        });
+    }
+    bool done() const { return done_.load(std::memory_order_acquire); }
+
+private:
+    std::function<void()> run_;
+    std::once_flag once_;
+    std::atomic<bool> done_{false};
+};
+
+/// The GPU's launch checks, in the GPU's order; cudaSuccess when the launch may run, else the
+/// error and, in `why`, what is wrong.
+cudaError_t validate(const LaunchSpec& s, std::string& why);
+
 /// Runs a validated launch now (blocks spread over the CPU's cores); returns its fault, if any.
-Fault execute(const LaunchSpec& spec, const std::function<void()>& body, int max_dynamic_smem);
+/// `prerequisite`: the grid this one depends on through programmatic dependent launch, not run yet.
+Fault execute(const LaunchSpec& spec, const std::function<void()>& body, const std::shared_ptr<HeldKernel>& prerequisite);
 
 }  // namespace emu

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +65,19 @@ struct Heap {
 Heap* const g_heap = new Heap;  // never destroyed: kernels may still run while the process exits
 inline Heap& heap() { return *g_heap; }
 
+/// Advances at every cudaFree, so a worker's cached allocation (below) is never trusted after one.
+std::atomic<uint64_t> g_free_generation{1};
+
+/// The live allocations a worker's latest device accesses fell in (a kernel reads and writes a
+/// few tensors over and over), replaced in turn.
+struct CachedRanges {
+    static constexpr int kSize = 4;
+    uintptr_t start[kSize] = {}, end[kSize] = {};
+    uint64_t generation = 0;
+    int next = 0;
+};
+thread_local __attribute__((tls_model("initial-exec"))) CachedRanges tls_ranges;
+
 std::string hex_address(uintptr_t a) {
     char b[32];
     std::snprintf(b, sizeof b, "0x%" PRIxPTR, a);
@@ -96,6 +110,7 @@ bool device_free(void* p) {
     if (id == 0 || h.allocs[id].start != a || !h.allocs[id].live) return false;
     Allocation& al = h.allocs[id];
     al.live = false;
+    g_free_generation.fetch_add(1, std::memory_order_relaxed);
     const std::size_t granule = std::size_t(1) << kGranuleShift;
     const std::size_t span = (al.bytes + granule - 1) / granule * granule;
     if (span) madvise(p, span, MADV_DONTNEED);  // the memory goes back; the addresses stay illegal
@@ -141,31 +156,78 @@ namespace {
 
 }  // namespace
 
-void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc, bool atomic) {
-    UnitState* u = tls_unit;
-    if (!u) return;  // host code of the submission, or the grader's own plain kernels
+void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, int kind, const void* pc) {
+    if (!tls_unit) return;  // host code of the submission, or the grader's own plain kernels
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    if (aligned_access && bytes > 1 && (a & (bytes - 1))) {
-        std::ostringstream o;
-        o << "misaligned address: " << where_now() << " " << (write ? "writes" : "reads") << " " << bytes
-          << " bytes at " << hex_address(a) << ", which is not a multiple of " << bytes;
-        if (bytes == 16) o << " (a 16-byte vector access needs a 16-byte aligned address)";
-        const std::string line = source_line(pc);
-        if (!line.empty()) o << ", at " << line;
-        raise_fault(cudaErrorMisalignedAddress, o.str());
-    }
-    if (a - u->arena_lo < u->arena_span) {
-        if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);  // atomics never race
-        return;
-    }
+    if (a == 0 || alignment <= 1 || a % alignment == 0) return;
+    std::ostringstream o;
+    o << "misaligned address: " << where_now() << " " << (kind == 0 ? "loads" : kind == 1 ? "stores" : "copies")
+      << " a whole " << type << " at "
+      << hex_address(a) << ", which is not a multiple of " << alignment << " (the type is " << alignment
+      << "-byte aligned, so the GPU moves it with " << alignment << "-byte accesses: a " << alignment
+      << "-byte vector access needs a " << alignment << "-byte aligned address)";
+    const std::string line = source_line(pc);
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(cudaErrorMisalignedAddress, o.str());
+}
+
+namespace {
+
+[[noreturn, gnu::noinline, gnu::cold]] void report_misaligned(uintptr_t a, std::size_t bytes, bool write,
+                                                              const void* pc) {
+    std::ostringstream o;
+    o << "misaligned address: " << where_now() << " " << (write ? "writes" : "reads") << " " << bytes
+      << " bytes at " << hex_address(a) << ", which is not a multiple of " << bytes;
+    if (bytes == 16) o << " (a 16-byte vector access needs a 16-byte aligned address)";
+    const std::string line = source_line(pc);
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(cudaErrorMisalignedAddress, o.str());
+}
+
+/// A device address outside the worker's cached allocation: looked up in the granule table.
+[[gnu::noinline]] void check_device(uintptr_t a, std::size_t bytes, bool write, const void* pc) {
     Heap& h = heap();
     if (!h.contains(a)) return;
     const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
     if (id != 0) {
         const Allocation& al = h.allocs[id];  // the vector only grows under the lock; ids stay valid
-        if (al.live && a + bytes <= al.start + al.bytes) return;
+        if (al.live && a + bytes <= al.start + al.bytes) {
+            CachedRanges& c = tls_ranges;
+            const uint64_t generation = g_free_generation.load(std::memory_order_relaxed);
+            if (c.generation != generation) c = CachedRanges{};
+            c.generation = generation;
+            c.start[c.next] = al.start;
+            c.end[c.next] = al.start + al.bytes;
+            c.next = (c.next + 1) % CachedRanges::kSize;
+            return;
+        }
     }
     report_illegal(a, bytes, write, pc);
+}
+
+/// Every instrumented access of kernel code: small enough to be inlined into each hook, with the
+/// reports out of line.
+inline __attribute__((always_inline)) void check_inline(const void* addr, std::size_t bytes, bool write,
+                                                        bool aligned_access, const void* pc, bool atomic) {
+    UnitState* u = tls_unit;
+    if (!u) return;  // host code of the submission, or the grader's own plain kernels
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (aligned_access && bytes > 1 && (a & (bytes - 1))) report_misaligned(a, bytes, write, pc);
+    if (a - u->arena_lo < u->arena_span) {
+        if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);  // atomics never race
+        return;
+    }
+    const CachedRanges& c = tls_ranges;
+    if (c.generation == g_free_generation.load(std::memory_order_relaxed))
+        for (int i = 0; i < CachedRanges::kSize; ++i)
+            if (a >= c.start[i] && a + bytes <= c.end[i]) return;
+    check_device(a, bytes, write, pc);
+}
+
+}  // namespace
+
+void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc, bool atomic) {
+    check_inline(addr, bytes, write, aligned_access, pc, atomic);
 }
 
 // ---- source lines ------------------------------------------------------------------------
@@ -212,26 +274,60 @@ std::string source_line(const void* pc) {
 
 #define EMU_RA __builtin_extract_return_addr(__builtin_return_address(0))
 #define EMU_HOOK(n)                                                                                               \
-    extern "C" void __tsan_read##n(void* p) { emu::check_access(p, n, false, true, EMU_RA); }                    \
-    extern "C" void __tsan_write##n(void* p) { emu::check_access(p, n, true, true, EMU_RA); }                    \
-    extern "C" void __tsan_unaligned_read##n(void* p) { emu::check_access(p, n, false, false, EMU_RA); }         \
-    extern "C" void __tsan_unaligned_write##n(void* p) { emu::check_access(p, n, true, false, EMU_RA); }         \
-    extern "C" void __tsan_volatile_read##n(void* p) { emu::check_access(p, n, false, true, EMU_RA); }           \
-    extern "C" void __tsan_volatile_write##n(void* p) { emu::check_access(p, n, true, true, EMU_RA); }           \
-    extern "C" void __tsan_unaligned_volatile_read##n(void* p) { emu::check_access(p, n, false, false, EMU_RA); } \
-    extern "C" void __tsan_unaligned_volatile_write##n(void* p) { emu::check_access(p, n, true, false, EMU_RA); }
+    extern "C" void __tsan_read##n(void* p) { emu::check_inline(p, n, false, true, EMU_RA, false); }                    \
+    extern "C" void __tsan_write##n(void* p) { emu::check_inline(p, n, true, true, EMU_RA, false); }                    \
+    extern "C" void __tsan_unaligned_read##n(void* p) { emu::check_inline(p, n, false, false, EMU_RA, false); }         \
+    extern "C" void __tsan_unaligned_write##n(void* p) { emu::check_inline(p, n, true, false, EMU_RA, false); }         \
+    extern "C" void __tsan_volatile_read##n(void* p) { emu::check_inline(p, n, false, true, EMU_RA, false); }           \
+    extern "C" void __tsan_volatile_write##n(void* p) { emu::check_inline(p, n, true, true, EMU_RA, false); }           \
+    extern "C" void __tsan_unaligned_volatile_read##n(void* p) { emu::check_inline(p, n, false, false, EMU_RA, false); } \
+    extern "C" void __tsan_unaligned_volatile_write##n(void* p) { emu::check_inline(p, n, true, false, EMU_RA, false); }
 EMU_HOOK(1)
 EMU_HOOK(2)
 EMU_HOOK(4)
 EMU_HOOK(8)
 EMU_HOOK(16)
-extern "C" void __tsan_read_range(void* p, unsigned long n) { emu::check_access(p, n, false, false, EMU_RA); }
-extern "C" void __tsan_write_range(void* p, unsigned long n) { emu::check_access(p, n, true, false, EMU_RA); }
+extern "C" void __tsan_read_range(void* p, unsigned long n) { emu::check_inline(p, n, false, false, EMU_RA, false); }
+extern "C" void __tsan_write_range(void* p, unsigned long n) { emu::check_inline(p, n, true, false, EMU_RA, false); }
 extern "C" void __tsan_init() {}
 extern "C" void __tsan_func_entry(void*) {}
 extern "C" void __tsan_func_exit() {}
 extern "C" void __tsan_vptr_update(void**, void*) {}
 extern "C" void __tsan_vptr_read(void**) {}
+
+// ---- UndefinedBehaviorSanitizer's alignment check (-fsanitize=alignment) -----------------
+// The compiler may copy a 16-byte aligned struct (a Pack of 8 halves) field by field, so the
+// access hooks above see 2- or 4-byte accesses; nvcc loads it with one 16-byte instruction.
+// The alignment check sees the typed load or store itself, with the type's alignment.
+
+namespace {
+struct UbsanLocation {
+    const char* file;
+    uint32_t line, column;
+};
+struct UbsanType {
+    uint16_t kind, info;
+    char name[1];
+};
+struct UbsanMismatch {
+    UbsanLocation location;
+    const UbsanType* type;
+    unsigned char log_alignment;
+    /// 0 load, 1 store, 2 reference binding (g++ checks a whole-struct copy there, `T v = *p`, and
+    /// sometimes only there); member access and calls are not checked: they touch one field.
+    unsigned char check_kind;
+};
+
+void typed_access(const UbsanMismatch* d, uintptr_t p, const void* pc) {
+    if (d->check_kind > 2) return;
+    const std::string type = d->type ? std::string(d->type->name) : std::string("value");
+    emu::check_typed_alignment(reinterpret_cast<const void*>(p), std::size_t(1) << d->log_alignment, type.c_str(),
+                               d->check_kind, pc);
+}
+}  // namespace
+
+extern "C" void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t p) { typed_access(d, p, EMU_RA); }
+extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_t p) { typed_access(d, p, EMU_RA); }
 
 // Atomics of kernel code (atomicAdd and friends): checked like a plain access, then done.
 #define EMU_ATOMIC(bits, T)                                                                                         \

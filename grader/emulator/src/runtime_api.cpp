@@ -3,7 +3,10 @@
 ///        errors, device properties, and launch validation as the GPU does it.
 ///
 /// Work runs when it is issued (the emulated device has one in-order queue), except while
-/// a stream captures a graph: then it is recorded and runs when the graph is launched.
+/// a stream captures a graph: then it is recorded and runs when the graph is launched. A
+/// kernel launch is held back until the next thing the stream does: when that is a launch with
+/// programmatic stream serialization, the new grid runs first and the held one runs when the
+/// new grid waits on it (programmatic dependent launch, see docs/emulator.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,17 +18,26 @@
 
 #include "internal.h"
 
+namespace emu {
+/// One piece of stream work: a kernel launch (run with the grid it may depend on) or anything else.
+struct Work {
+    std::function<void(const std::shared_ptr<HeldKernel>&)> kernel;
+    std::function<void()> other;
+    bool programmatic = false;  ///< a launch with programmatic stream serialization
+};
+}  // namespace emu
+
 struct CUstream_st {
     unsigned flags = 0;
     bool capturing = false;
     bool invalidated = false;
-    std::vector<std::function<void()>> nodes;
+    std::vector<emu::Work> nodes;
 };
 struct CUgraph_st {
-    std::vector<std::function<void()>> nodes;
+    std::vector<emu::Work> nodes;
 };
 struct CUgraphExec_st {
-    std::vector<std::function<void()>> nodes;
+    std::vector<emu::Work> nodes;
 };
 struct CUevent_st {
     std::chrono::steady_clock::time_point when{};
@@ -52,8 +64,12 @@ cudaError_t fail(cudaError_t e) {
     return e;
 }
 
-/// What a synchronising call returns: the sticky error, else a kernel fault not yet reported.
+void flush_held();
+
+/// What a synchronising call returns, once the stream's work is done: the sticky error, else a
+/// kernel fault not yet reported.
 cudaError_t take_async_error() {
+    flush_held();
     if (g_sticky != cudaSuccess) return g_sticky;
     if (g_pending.code != cudaSuccess) {
         const cudaError_t e = g_pending.code;
@@ -70,14 +86,37 @@ bool breaks_capture() {
     return true;
 }
 
-void run_now(const std::function<void()>& work) { work(); }
+/// The latest kernel launch, not run yet: the next work runs it first, unless that work is a
+/// programmatic launch, which runs first and takes it as the grid it depends on.
+std::shared_ptr<HeldKernel> g_held;
+
+/// Runs the held kernel, if any (every call that needs the stream's earlier work done).
+void flush_held() {
+    std::shared_ptr<HeldKernel> held = std::move(g_held);
+    g_held.reset();
+    if (held) held->complete();
+}
+
+void run_now(const Work& work) {
+    if (!work.kernel) {
+        flush_held();
+        work.other();
+        return;
+    }
+    std::shared_ptr<HeldKernel> prerequisite;
+    if (work.programmatic) prerequisite = std::move(g_held);
+    else flush_held();
+    g_held.reset();
+    auto run = work.kernel;
+    g_held = std::make_shared<HeldKernel>([run, prerequisite] { run(prerequisite); });
+}
 
 /// The stream object behind a handle; nullptr for the legacy and per-thread default streams.
 cudaStream_t object(cudaStream_t s) { return s == cudaStreamLegacy || s == cudaStreamPerThread ? nullptr : s; }
 bool is_legacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
 
 /// Either records `work` into the capturing stream or runs it now.
-cudaError_t issue(cudaStream_t s, std::function<void()> work) {
+cudaError_t issue(cudaStream_t s, Work work) {
     if (g_sticky != cudaSuccess) return g_sticky;
     if (object(s) && s->capturing) {
         s->nodes.push_back(std::move(work));
@@ -175,10 +214,13 @@ cudaError_t launch(const LaunchSpec& spec, std::function<void()> body) {
         return observed(spec, fail(invalid));
     }
     auto shared_body = std::make_shared<std::function<void()>>(std::move(body));
-    const cudaError_t e = issue(spec.stream, [spec, shared_body] {
-        const Fault f = execute(spec, *shared_body, 0);
+    Work work;
+    work.programmatic = spec.programmatic;
+    work.kernel = [spec, shared_body](const std::shared_ptr<HeldKernel>& prerequisite) {
+        const Fault f = execute(spec, *shared_body, prerequisite);
         if (f.code != cudaSuccess) set_pending_fault(f);
-    });
+    };
+    const cudaError_t e = issue(spec.stream, std::move(work));
     return observed(spec, e);
 }
 
@@ -197,6 +239,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 cudaError_t cudaFree(void* p) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!p) return cudaSuccess;
+    flush_held();  // cudaFree waits for the device: a held kernel may still use the buffer
     return device_free(p) ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
@@ -213,7 +256,7 @@ cudaError_t cudaFreeHost(void* p) {
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!device_range_ok(dst, bytes) || !device_range_ok(src, bytes)) return fail(cudaErrorInvalidValue);
-    return issue(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+    return issue(s, Work{nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); }});
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
@@ -225,7 +268,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!device_range_ok(p, bytes)) return fail(cudaErrorInvalidValue);
-    return issue(s, [p, value, bytes] { std::memset(p, value, bytes); });
+    return issue(s, Work{nullptr, [p, value, bytes] { std::memset(p, value, bytes); }});
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, cudaStreamLegacy); }
 
@@ -296,6 +339,8 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t g, unsigned 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!exec) return fail(cudaErrorInvalidValue);
+    // A graph's first node has no programmatic edge to work before the graph.
+    if (!(object(s) && s->capturing)) flush_held();
     for (const auto& node : exec->nodes) {
         const cudaError_t e = issue(s, node);
         if (e != cudaSuccess) return e;
@@ -323,7 +368,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
-    return issue(s, [e] { e->when = std::chrono::steady_clock::now(); });
+    return issue(s, Work{nullptr, [e] { e->when = std::chrono::steady_clock::now(); }});
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
@@ -349,6 +394,7 @@ cudaError_t cudaPeekAtLastError() {
 }
 cudaError_t cudaDeviceReset() {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
+    flush_held();
     g_sticky = g_last_error = cudaSuccess;
     g_pending = Fault{};
     return cudaSuccess;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -57,14 +58,21 @@ private:
 };
 thread_local EMU_FAST_TLS StackPool tls_stacks;
 
-/// The allocator handed to each fiber: a view on the worker's pool.
+/// The allocator handed to each fiber: a view on the worker's pool that also tells the thread
+/// which stack it got, so the stack of a fiber given up after a fault can be reused.
 struct PooledStack {
-    ctx::stack_context allocate() { return tls_stacks.allocate(); }
-    void deallocate(ctx::stack_context& s) noexcept { tls_stacks.deallocate(s); }
+    ThreadState* owner;
+    ctx::stack_context allocate() { return owner->stack = tls_stacks.allocate(); }
+    void deallocate(ctx::stack_context& s) noexcept {
+        owner->stack = ctx::stack_context{};
+        tls_stacks.deallocate(s);
+    }
 };
 
-/// Per worker: a monotonically growing epoch, so stale shadow entries never match.
+/// Per worker: a monotonically growing epoch, so stale shadow entries never match, and the
+/// same for cluster barrier phases.
 thread_local EMU_FAST_TLS uint64_t tls_epoch = 0;
+thread_local EMU_FAST_TLS uint64_t tls_phase = 0;
 thread_local EMU_FAST_TLS std::vector<ShadowWord> tls_shadow;
 thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
 
@@ -196,14 +204,25 @@ std::string warp_text(int gwarp, const UnitState& u) {
     return s;
 }
 
-[[noreturn]] void report_race(const UnitState& u, std::size_t word, int rank, const char* first_kind, int first_warp,
-                              const void* first_pc, const char* second_kind, int second_warp, const void* second_pc) {
+[[noreturn]] void report_race(const UnitState& u, std::size_t word, int rank, const char* first_kind,
+                              const AccessTag& first, const char* second_kind, int second_warp, const void* second_pc) {
     std::ostringstream o;
-    o << "shared-memory race on the 4-byte word at offset " << (word * 4) % u.arena_stride
-      << " of block " << dim_text(u.blocks[rank].idx) << "'s shared memory: " << warp_text(first_warp, u) << " "
-      << first_kind << " it" << at_line(first_pc) << ", then " << warp_text(second_warp, u) << " " << second_kind
-      << " it" << at_line(second_pc) << " with no __syncthreads() between them";
+    const bool across = first.warp / 32 != second_warp / 32;
+    o << "shared-memory race on the 4-byte word at offset " << (word * 4) % u.arena_stride << " of block "
+      << dim_text(u.blocks[rank].idx) << "'s shared memory: " << warp_text(first.warp, u) << " " << first_kind << " it"
+      << at_line(first.pc) << ", then " << warp_text(second_warp, u) << " " << second_kind << " it" << at_line(second_pc)
+      << (across ? " with no cluster barrier (cluster.sync(), or barrier_arrive then barrier_wait) between them"
+                 : " with no __syncthreads() between them");
     raise_fault(cudaErrorEmulatorSharedMemoryRace, o.str());
+}
+
+/// True when `prev` happens before an access by thread `t` now: the same warp (its lanes meet at
+/// its warp operations), a __syncthreads() of the same block since, or a cluster barrier phase
+/// that `t` has waited for and that `prev`'s thread had arrived at only after the access.
+inline bool ordered(const AccessTag& prev, const ThreadState& t, int gwarp, uint64_t block_epoch) {
+    if (prev.warp == gwarp) return true;
+    if (prev.warp / 32 == t.rank && prev.epoch != block_epoch) return true;
+    return t.cluster_view >= prev.release;
 }
 
 }  // namespace
@@ -213,26 +232,32 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
     const int gwarp = t.rank * 32 + t.warp;
     const std::size_t first = offset / 4, last = (offset + bytes - 1) / 4;
     const int rank = static_cast<int>(offset / u.arena_stride);
-    const uint64_t epoch = u.blocks[rank].epoch;
+    if (rank != t.rank && u.blocks[rank].live == 0)
+        raise_fault(cudaErrorIllegalAddress,
+                    "illegal address: " + where_now() + (write ? " writes" : " reads") + " the shared memory of cluster "
+                    "block " + std::to_string(rank) + ", which has already exited" + at_line(pc) +
+                    " (a block's shared memory is gone when it exits: a cluster barrier must keep it alive until "
+                    "its peers are done with it)");
+    const uint64_t epoch = u.blocks[t.rank].epoch;
+    // Other blocks see this access ordered once a phase completes that this thread arrives at
+    // after it: the open phase, or the one after when it has arrived at the open one already.
+    const uint64_t release = u.cluster_phase + ((t.arrived && t.arrival_done == 0) ? 2 : 1);
+    const AccessTag now{epoch, release, pc, gwarp};
     for (std::size_t w = first; w <= last; ++w) {
         ShadowWord& s = tls_shadow[w];
         if (write) {
-            if (s.write_epoch == epoch && s.write_warp != gwarp)
-                report_race(u, w, rank, "wrote", s.write_warp, s.write_pc, "wrote", gwarp, pc);
-            if (s.read_epoch == epoch && (s.read_warp != gwarp || s.read_multi))
-                report_race(u, w, rank, "read", s.read_warp, s.read_pc, "wrote", gwarp, pc);
-            s.write_epoch = epoch;
-            s.write_warp = gwarp;
-            s.write_pc = pc;
+            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "wrote", gwarp, pc);
+            if (!ordered(s.read, t, gwarp, epoch) || (s.read_multi && s.read.warp != -1 &&
+                                                      !(s.read.warp / 32 == t.rank && s.read.epoch != epoch) &&
+                                                      t.cluster_view < s.read.release))
+                report_race(u, w, rank, "read", s.read, "wrote", gwarp, pc);
+            s.write = now;
         } else {
-            if (s.write_epoch == epoch && s.write_warp != gwarp)
-                report_race(u, w, rank, "wrote", s.write_warp, s.write_pc, "read", gwarp, pc);
-            if (s.read_epoch != epoch) {
-                s.read_epoch = epoch;
-                s.read_warp = gwarp;
-                s.read_pc = pc;
-                s.read_multi = false;
-            } else if (s.read_warp != gwarp) {
+            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", gwarp, pc);
+            if (s.read.warp == gwarp || ordered(s.read, t, gwarp, epoch)) {
+                if (s.read.warp != gwarp) s.read_multi = false;
+                s.read = now;
+            } else {
                 s.read_multi = true;
             }
         }
@@ -258,11 +283,19 @@ void release_barrier(UnitState& u, BlockState& b) {
     b.epoch = ++tls_epoch;
 }
 
-void release_cluster_barrier(UnitState& u) {
-    for (ThreadState& w : u.threads)
-        if (w.state == ThreadState::at_cluster_barrier) w.state = ThreadState::ready;
-    u.at_cluster_barrier = 0;
-    for (BlockState& b : u.blocks) b.epoch = ++tls_epoch;
+/// Every live thread of the cluster has arrived: the phase completes, its waiters go on.
+void complete_cluster_phase(UnitState& u) {
+    const uint64_t phase = ++u.cluster_phase;
+    int live = 0;
+    for (ThreadState& w : u.threads) {
+        if (w.state == ThreadState::done || w.state == ThreadState::faulted) continue;
+        ++live;
+        if (w.arrived && w.arrival_done == 0) {
+            w.arrival_done = phase;
+            if (w.state == ThreadState::at_cluster_barrier) w.state = ThreadState::ready;
+        }
+    }
+    u.cluster_pending = live;
 }
 
 }  // namespace
@@ -281,17 +314,109 @@ void syncthreads() {
     yield_to_scheduler(t);
 }
 
+void cluster_arrive() {
+    ThreadState& t = current_fiber("cluster barrier_arrive");
+    UnitState& u = *tls_unit;
+    const void* pc = __builtin_extract_return_addr(__builtin_return_address(0));
+    if (t.arrived)
+        raise_fault(cudaErrorEmulatorDivergentBarrier,
+                    where_now() + " arrives at the cluster barrier twice without waiting in between" + at_line(pc) +
+                        " (each barrier_arrive() needs its barrier_wait() before the next arrive)");
+    t.arrived = true;
+    t.arrival_done = 0;
+    t.wait_pc = pc;
+    if (--u.cluster_pending == 0) complete_cluster_phase(u);
+}
+
+void cluster_wait() {
+    ThreadState& t = current_fiber("cluster barrier_wait");
+    UnitState& u = *tls_unit;
+    const void* pc = __builtin_extract_return_addr(__builtin_return_address(0));
+    if (!t.arrived)
+        raise_fault(cudaErrorEmulatorDivergentBarrier,
+                    where_now() + " waits at the cluster barrier without having arrived" + at_line(pc) +
+                        " (call barrier_arrive() first, or cluster.sync() for both)");
+    if (t.arrival_done == 0) {
+        t.wait_pc = pc;
+        t.state = ThreadState::at_cluster_barrier;
+        yield_to_scheduler(t);
+    }
+    (void)u;
+    t.cluster_view = t.arrival_done;
+    t.arrived = false;
+}
+
 void cluster_sync() {
     ThreadState& t = current_fiber("cluster.sync");
-    t.wait_pc = __builtin_extract_return_addr(__builtin_return_address(0));
     UnitState& u = *tls_unit;
-    t.state = ThreadState::at_cluster_barrier;
-    if (++u.at_cluster_barrier == u.live) {
-        release_cluster_barrier(u);
-        t.state = ThreadState::running;
-        return;
+    const void* pc = __builtin_extract_return_addr(__builtin_return_address(0));
+    if (t.arrived)
+        raise_fault(cudaErrorEmulatorDivergentBarrier,
+                    where_now() + " calls cluster.sync() after barrier_arrive() without barrier_wait()" + at_line(pc));
+    t.arrived = true;
+    t.arrival_done = 0;
+    t.wait_pc = pc;
+    if (--u.cluster_pending == 0) {
+        complete_cluster_phase(u);
+    } else {
+        t.state = ThreadState::at_cluster_barrier;
+        yield_to_scheduler(t);
     }
-    yield_to_scheduler(t);
+    t.cluster_view = t.arrival_done;
+    t.arrived = false;
+}
+
+dim3 cluster_dims() {
+    if (!tls_unit) return dim3(1, 1, 1);
+    return tls_unit->launch->spec.cluster;
+}
+
+unsigned cluster_block_rank() { return tls_thread && tls_unit ? static_cast<unsigned>(tls_thread->rank) : 0u; }
+
+void* map_shared_rank(const void* addr, unsigned rank) {
+    ThreadState& t = current_fiber("cluster.map_shared_rank");
+    UnitState& u = *tls_unit;
+    const void* pc = __builtin_extract_return_addr(__builtin_return_address(0));
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (a - u.arena_lo >= u.arena_span)
+        raise_fault(cudaErrorIllegalAddress, "illegal address: " + where_now() +
+                                                 " maps an address that is not in shared memory to a cluster peer" +
+                                                 at_line(pc) + " (map_shared_rank takes a pointer into __shared__ memory)");
+    if (rank >= u.blocks.size())
+        raise_fault(cudaErrorIllegalAddress, "illegal address: " + where_now() + " maps shared memory to block rank " +
+                                                 std::to_string(rank) + " of a cluster of " +
+                                                 std::to_string(u.blocks.size()) + " blocks" + at_line(pc));
+    const std::size_t within = (a - u.arena_lo) % u.arena_stride;
+    (void)t;
+    return reinterpret_cast<void*>(u.arena_lo + rank * u.arena_stride + within);
+}
+
+unsigned query_shared_rank(const void* addr) {
+    UnitState* u = tls_unit;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (!u || a - u->arena_lo >= u->arena_span) return 0;
+    return static_cast<unsigned>((a - u->arena_lo) / u->arena_stride);
+}
+
+void kernel_cluster_dims(unsigned x, unsigned y, unsigned z) {
+    UnitState* u = tls_unit;
+    if (!u) return;  // a plain-mode launch of the grader's own kernels
+    LaunchState& l = *u->launch;
+    const dim3 c = l.spec.cluster;
+    if (c.x == x && c.y == y && c.z == z) return;
+    if (c.x * c.y * c.z != 1)
+        raise_fault(cudaErrorInvalidValue, "the kernel is declared with __cluster_dims__(" + std::to_string(x) + ", " +
+                                               std::to_string(y) + ", " + std::to_string(z) +
+                                               ") but launched with another cluster dimension");
+    {
+        std::lock_guard<std::mutex> lock(l.mu);
+        l.restart = true;
+        l.restart_cluster = dim3(x, y, z);
+    }
+    l.aborted = true;
+    ThreadState& t = *tls_thread;
+    t.state = ThreadState::faulted;
+    for (;;) t.caller = std::move(t.caller).resume();
 }
 
 void yield_thread() {
@@ -300,6 +425,23 @@ void yield_thread() {
     t.state = ThreadState::ready;
     yield_to_scheduler(t);
 }
+
+void grid_dependency_wait() {
+    UnitState* u = tls_unit;
+    if (!u) return;  // the grader's own kernels run in plain mode, after their prerequisites
+    HeldKernel* p = u->launch->prerequisite;
+    if (!p || p->done()) return;
+    // The prerequisite grid runs when no thread of this unit can go on without it, so every
+    // read a thread makes before its wait sees memory as it was before that grid.
+    ThreadState& t = *tls_thread;
+    t.wait_pc = __builtin_extract_return_addr(__builtin_return_address(0));
+    t.state = ThreadState::at_grid_wait;
+    yield_to_scheduler(t);
+}
+
+/// The emulator lets a dependent grid start at its launch, as if every block of this grid had
+/// triggered at once: the earliest start the GPU allows.
+void trigger_dependents() {}
 
 // ---- warp collectives --------------------------------------------------------------------
 
@@ -419,14 +561,17 @@ namespace {
 /// The explanation of a unit in which every live thread waits and none can go on.
 std::string deadlock_text(const UnitState& u) {
     std::ostringstream o;
-    bool barrier = false;
+    bool barrier = false, cluster = false;
     for (const BlockState& b : u.blocks) {
         std::map<std::string, int> waits;
         int done = 0;
         for (const ThreadState* t : b.threads) {
             switch (t->state) {
                 case ThreadState::at_barrier: waits["__syncthreads()" + at_line(t->wait_pc)]++; barrier = true; break;
-                case ThreadState::at_cluster_barrier: waits["cluster.sync()" + at_line(t->wait_pc)]++; break;
+                case ThreadState::at_cluster_barrier:
+                    waits["the cluster barrier" + at_line(t->wait_pc)]++;
+                    cluster = true;
+                    break;
                 case ThreadState::at_warp_op:
                     waits[std::string(op_name(t->wait_op)) + " (mask " + hex(t->wait_mask) + ")" + at_line(t->wait_pc)]++;
                     break;
@@ -445,6 +590,8 @@ std::string deadlock_text(const UnitState& u) {
     }
     std::string head = barrier ? "divergent barrier: not every thread of the block reaches __syncthreads(), so the "
                                  "waiting threads would hang on the GPU. "
+                       : cluster ? "divergent cluster barrier: not every thread of the cluster arrives at the cluster "
+                                   "barrier (cluster.sync() or barrier_arrive), so the waiting threads would hang on the GPU. "
                                : "warp operations that can never complete: a lane named in the mask never reaches "
                                  "the same operation (it exited or waits elsewhere), so the warp would hang on the GPU. ";
     return head + o.str();
@@ -462,13 +609,50 @@ void thread_exited(UnitState& u, ThreadState& t) {
     --u.live;
     b.warps[t.warp].live_lanes &= ~(1u << t.lane);
     if (b.at_barrier > 0 && b.at_barrier == b.live) release_barrier(u, b);
-    if (u.at_cluster_barrier > 0 && u.at_cluster_barrier == u.live) release_cluster_barrier(u);
+    // A thread that leaves without arriving no longer holds the cluster barrier up.
+    if (!(t.arrived && t.arrival_done == 0) && --u.cluster_pending == 0) {
+        bool someone_waits = false;
+        for (const ThreadState& w : u.threads) someone_waits |= w.arrived && w.arrival_done == 0;
+        if (someone_waits) complete_cluster_phase(u);
+    }
 }
 
-/// Fibers of a faulted unit are never resumed; their stacks are given up, not unwound.
+/// Runs a held-back prerequisite grid from inside a running unit, on this thread: the unit's
+/// thread-locals (indices, shared-memory arena, race shadow) are set aside and put back after.
+/// The arena keeps its address while set aside (a moved vector keeps its buffer).
+void run_nested(HeldKernel& k) {
+    UnitState* const unit = tls_unit;
+    ThreadState* const thread = tls_thread;
+    const uint3 ti = threadIdx, bi = blockIdx, bd = blockDim, gd = gridDim;
+    std::vector<unsigned char> arena = std::move(tls_arena);
+    std::vector<ShadowWord> shadow = std::move(tls_shadow);
+    tls_arena.clear();
+    tls_shadow.clear();
+    tls_unit = nullptr;
+    tls_thread = nullptr;
+    k.complete();
+    tls_arena = std::move(arena);
+    tls_shadow = std::move(shadow);
+    tls_unit = unit;
+    tls_thread = thread;
+    threadIdx = ti;
+    blockIdx = bi;
+    blockDim = bd;
+    gridDim = gd;
+}
+
+/// Fibers of a faulted unit are never resumed and never unwound (that would run the kernel's
+/// code on): each handle is dropped without its destructor, and its stack goes back to the
+/// pool. Left mapped, the stacks of a few faulted 16-block clusters exhaust the process's
+/// memory mappings.
 void abandon(UnitState& u) {
-    for (ThreadState& t : u.threads)
-        if (t.fiber) new ctx::fiber(std::move(t.fiber));
+    for (ThreadState& t : u.threads) {
+        if (!t.fiber) continue;
+        alignas(ctx::fiber) static thread_local unsigned char sink[sizeof(ctx::fiber)];
+        new (sink) ctx::fiber(std::move(t.fiber));  // overwritten by the next one, never destroyed
+        if (t.stack.sp) tls_stacks.deallocate(t.stack);
+        t.stack = ctx::stack_context{};
+    }
 }
 
 void run_unit_fibers(LaunchState& l, UnitState& u) {
@@ -490,7 +674,7 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             tls_thread = &t;
             t.state = ThreadState::running;
             if (!t.fiber) {
-                t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&l, &u, &t](ctx::fiber&& caller) {
+                t.fiber = ctx::fiber(std::allocator_arg, PooledStack{&t}, [&l, &u, &t](ctx::fiber&& caller) {
                     t.caller = std::move(caller);
                     (*l.body)();
                     thread_exited(u, t);
@@ -504,6 +688,18 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             }
         }
         if (u.live == 0) return;
+        if (!progressed && l.prerequisite) {
+            // Every thread that can run has reached its grid-dependency wait (or another wait):
+            // now the grid this one depends on runs, and the waiting threads go on.
+            bool waiting = false;
+            for (ThreadState& t : u.threads) waiting |= t.state == ThreadState::at_grid_wait;
+            if (waiting) {
+                run_nested(*l.prerequisite);
+                for (ThreadState& t : u.threads)
+                    if (t.state == ThreadState::at_grid_wait) t.state = ThreadState::ready;
+                continue;
+            }
+        }
         if (!progressed) {
             tls_thread = nullptr;
             l.record_fault(cudaErrorEmulatorDivergentBarrier, deadlock_text(u));
@@ -519,7 +715,10 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
     const unsigned nt = s.block.x * s.block.y * s.block.z;
     u.launch = &l;
     u.live = static_cast<int>(nb * nt);
-    u.at_cluster_barrier = 0;
+    u.cluster_pending = u.live;
+    // Two indices past anything this worker used: stale shadow entries are ordered before this unit.
+    tls_phase += 2;
+    u.cluster_phase = tls_phase;
     u.slot_cache.clear();
     std::size_t static_known;
     {
@@ -566,42 +765,67 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
             t.warp = static_cast<int>(i / 32);
             t.lane = static_cast<int>(i % 32);
             t.state = ThreadState::ready;
+            t.cluster_view = u.cluster_phase;
             b.threads[i] = &t;
         }
     }
 }
 
 /// The grader's own element-wise kernels: one plain call per thread, no fibers.
-void run_block_plain(LaunchState& l, uint64_t block) {
+/// Their threads never wait for each other, so a unit is a slice of a block's threads: a grid
+/// of one block (the oracle over a few long rows) still runs on every core.
+void run_block_plain(LaunchState& l, uint64_t unit, unsigned slices) {
     const LaunchSpec& s = l.spec;
+    const uint64_t block = unit / slices;
     blockIdx = uint3{static_cast<unsigned>(block % s.grid.x), static_cast<unsigned>((block / s.grid.x) % s.grid.y),
                      static_cast<unsigned>(block / (uint64_t(s.grid.x) * s.grid.y))};
     if (tls_arena.size() < l.dynamic_bytes) tls_arena.resize(l.dynamic_bytes);
-    for (unsigned z = 0; z < s.block.z; ++z)
-        for (unsigned y = 0; y < s.block.y; ++y)
-            for (unsigned x = 0; x < s.block.x; ++x) {
-                threadIdx = uint3{x, y, z};
-                (*l.body)();
-            }
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    const unsigned per_slice = (threads + slices - 1) / slices;
+    const unsigned first = static_cast<unsigned>(unit % slices) * per_slice;
+    const unsigned end = std::min(threads, first + per_slice);
+    if (s.block.y == 1 && s.block.z == 1) {  // the usual shape: no divisions per thread
+        for (unsigned i = first; i < end; ++i) {
+            threadIdx = uint3{i, 0, 0};
+            (*l.body)();
+        }
+        return;
+    }
+    for (unsigned i = first; i < end; ++i) {
+        threadIdx = uint3{i % s.block.x, (i / s.block.x) % s.block.y, i / (s.block.x * s.block.y)};
+        (*l.body)();
+    }
 }
 
-void worker(LaunchState& l, uint64_t units, unsigned per_unit) {
+/// Slices per block of a plain-mode launch: enough units for every core when the grid is small.
+unsigned plain_slices(const LaunchSpec& s) {
+    const uint64_t blocks = uint64_t(s.grid.x) * s.grid.y * s.grid.z;
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    if (blocks >= 64) return 1;
+    return std::max(1u, std::min(threads / 32, static_cast<unsigned>(64 / blocks)));
+}
+
+/// Runs units of the launch until none is left (or `limit` of them ran); false when none was left.
+bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = ~uint64_t(0)) {
     blockDim = l.spec.block;
     gridDim = l.spec.grid;
     UnitState u;
-    for (;;) {
+    for (uint64_t ran = 0; ran < limit; ++ran) {
         const uint64_t i = l.next_unit.fetch_add(1);
-        if (i >= units || l.aborted.load(std::memory_order_relaxed)) break;
+        if (i >= units) return false;
+        if (l.aborted.load(std::memory_order_relaxed)) break;
         if (l.spec.mode == LaunchMode::plain) {
-            run_block_plain(l, i);
+            run_block_plain(l, i, per_unit);
             continue;
         }
         prepare_unit(l, u, i * per_unit);
         tls_unit = &u;
         run_unit_fibers(l, u);
+        tls_phase = std::max(tls_phase, u.cluster_phase);
         tls_unit = nullptr;
         tls_thread = nullptr;
     }
+    return true;
 }
 
 /// Threads that live as long as the process, so their fiber stacks, shared-memory arenas and
@@ -659,7 +883,7 @@ private:
 /// yields its fiber; this timer ends the run if a launch outlives its deadline by 10 s.
 class HardWatchdog {
 public:
-    HardWatchdog() {
+    HardWatchdog() : outer_(g_launch_started.load()) {
         static std::once_flag once;
         std::call_once(once, [] {
             std::thread([] {
@@ -682,37 +906,57 @@ public:
         g_launch_started = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now().time_since_epoch()).count();
     }
-    ~HardWatchdog() { g_launch_started = 0; }
+    /// A grid run inside another (a programmatic prerequisite) hands the watch back when it ends.
+    ~HardWatchdog() { g_launch_started = outer_; }
+
+private:
+    int64_t outer_;
 };
 
 }  // namespace
 
 void set_watchdog_seconds(double seconds) { g_watchdog_seconds = seconds > 0 ? seconds : 20; }
 
-Fault execute(const LaunchSpec& spec, const std::function<void()>& body, int /*max_dynamic_smem*/) {
-    LaunchState l;
-    l.deadline = std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(static_cast<int64_t>(g_watchdog_seconds * 1000));
+Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
+              const std::shared_ptr<HeldKernel>& prerequisite) {
     HardWatchdog guard;
-    l.spec = spec;
-    l.body = &body;
-    l.dynamic_bytes = spec.dynamic_smem;
-    l.static_end = spec.dynamic_smem;
-    const unsigned per_unit = spec.cluster.x * spec.cluster.y * spec.cluster.z;
-    const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
-    const uint64_t units = blocks / per_unit;
-    if (units <= 1) worker(l, units, per_unit);
-    else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
-    return l.fault;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(g_watchdog_seconds * 1000));
+    LaunchSpec spec = launch_spec;
+    for (;;) {
+        LaunchState l;
+        l.deadline = deadline;
+        l.spec = spec;
+        l.body = &body;
+        l.dynamic_bytes = spec.dynamic_smem;
+        l.static_end = spec.dynamic_smem;
+        l.prerequisite = prerequisite.get();
+        // A unit: one cluster of blocks (fiber mode), or a slice of a block (plain mode, where
+        // per_unit counts slices).
+        const bool plain = spec.mode == LaunchMode::plain;
+        const unsigned per_unit = plain ? plain_slices(spec) : spec.cluster.x * spec.cluster.y * spec.cluster.z;
+        const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
+        const uint64_t units = plain ? blocks * per_unit : blocks / per_unit;
+        if (prerequisite && !prerequisite->done()) {
+            // Until the grid this one depends on has run, units run one at a time on this thread,
+            // so which reads come before that grid's writes does not depend on timing.
+            while (!prerequisite->done() && !l.aborted && worker(l, units, per_unit, 1)) {}
+            if (!l.restart) {
+                l.prerequisite = nullptr;
+                prerequisite->complete();  // nothing waited for it: it runs after this grid
+            }
+        }
+        if (!l.aborted) {
+            if (units - std::min(units, l.next_unit.load()) <= 1) worker(l, units, per_unit);
+            else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
+        }
+        if (!l.restart) return l.fault;
+        // A kernel declared with __cluster_dims__: run again with its clusters, as the GPU launches it.
+        spec.cluster = l.restart_cluster;
+        std::string why;
+        const cudaError_t invalid = validate(spec, why);
+        if (invalid != cudaSuccess) return Fault{invalid, why};
+    }
 }
-
-}  // namespace emu
-
-namespace emu {
-
-// Programmatic dependent launch. Work runs in issue order, so by the time a dependent grid
-// starts its producer has finished; pdl.cpp models the overlap where a lesson needs it.
-void grid_dependency_wait() {}
-void trigger_dependents() {}
 
 }  // namespace emu

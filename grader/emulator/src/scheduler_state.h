@@ -28,6 +28,12 @@ struct LaunchState {
     std::atomic<bool> aborted{false};
     Fault fault;
     std::chrono::steady_clock::time_point deadline;
+    /// The grid this one depends on (programmatic dependent launch), still held back; may be null.
+    HeldKernel* prerequisite = nullptr;
+    /// Set by a kernel declared with __cluster_dims__ launched without those dimensions: the
+    /// launch starts again with them (no thread has done anything but announce them).
+    bool restart = false;
+    dim3 restart_cluster{1, 1, 1};
     void record_fault(cudaError_t code, const std::string& text);
 };
 
@@ -47,11 +53,17 @@ struct WarpState {
 };
 
 struct ThreadState {
-    enum State : uint8_t { ready, running, at_barrier, at_cluster_barrier, at_warp_op, done, faulted };
+    enum State : uint8_t { ready, running, at_barrier, at_cluster_barrier, at_warp_op, at_grid_wait, done, faulted };
     uint3 idx{0, 0, 0};
     int rank = 0, warp = 0, lane = 0;
     State state = ready;
+    /// Cluster barrier: arrived at the phase in progress and not yet waited; the index of the
+    /// phase its arrival completed (0 while that phase is open); the last phase it waited for.
+    bool arrived = false;
+    uint64_t arrival_done = 0;
+    uint64_t cluster_view = 0;
     boost::context::fiber fiber, caller;
+    boost::context::stack_context stack{};  ///< the fiber's stack, while it has one
     const void* wait_pc = nullptr;
     unsigned wait_mask = 0;
     WarpOp wait_op = WarpOp::sync;
@@ -73,18 +85,29 @@ struct UnitState {
     LaunchState* launch = nullptr;
     std::vector<BlockState> blocks;
     std::vector<ThreadState> threads;
-    int live = 0, at_cluster_barrier = 0;
+    int live = 0;
+    /// Cluster barrier phases: the index of the last completed one (indices grow across units on
+    /// a worker, so a stale shadow entry is always ordered before a new unit's accesses), and the
+    /// live threads that have not arrived at the open one.
+    uint64_t cluster_phase = 0;
+    int cluster_pending = 0;
     uintptr_t arena_lo = 0;
     std::size_t arena_span = 0, arena_stride = 0;
     std::vector<std::pair<const void*, std::size_t>> slot_cache;
 };
 
-/// Race-detector shadow of one 4-byte shared-memory word.
+/// One access as the race detector remembers it: the warp (rank * 32 + warp in the unit), its
+/// block's barrier epoch then, and the cluster phase from which on other blocks see it ordered.
+struct AccessTag {
+    uint64_t epoch = 0, release = 0;
+    const void* pc = nullptr;
+    int warp = -1;
+};
+
+/// Race-detector shadow of one 4-byte shared-memory word: the last write, and a read not yet
+/// ordered before the next access (`read_multi`: more than one warp read it unordered).
 struct ShadowWord {
-    uint64_t write_epoch = 0, read_epoch = 0;
-    const void* write_pc = nullptr;
-    const void* read_pc = nullptr;
-    int write_warp = -1, read_warp = -1;
+    AccessTag write, read;
     bool read_multi = false;
 };
 
@@ -95,7 +118,5 @@ extern thread_local EMU_FAST_TLS ThreadState* tls_thread;
 
 /// Checks one access to the running unit's shared memory against the race detector.
 void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write, const void* pc);
-/// Barrier over every thread of the running cluster (cooperative_groups cluster.sync()).
-void cluster_sync();
 
 }  // namespace emu

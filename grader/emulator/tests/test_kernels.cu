@@ -1,38 +1,16 @@
 /// @file test_kernels.cu
 /// @brief The emulator's semantics, checked with kernels compiled the way submissions are:
 ///        shuffles against hand-computed results, barriers, races, launch errors, memory faults.
-#include <cuda_runtime.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "test_support.h"
+
 namespace {
 
-/// Device buffer of n values, copied back on demand.
-template <typename T>
-struct Buffer {
-    T* d = nullptr;
-    size_t n;
-    explicit Buffer(size_t count) : n(count) {
-        EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), n * sizeof(T)), cudaSuccess);
-        cudaMemset(d, 0, n * sizeof(T));
-    }
-    ~Buffer() { cudaFree(d); }
-    std::vector<T> get() const {
-        std::vector<T> h(n);
-        EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-        return h;
-    }
-};
-
-/// Each test starts with a clean device: a sticky fault of one test must not leak into the next.
-class Emulator : public testing::Test {
-protected:
-    void TearDown() override { cudaDeviceReset(); }
-    static std::string explain(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
-};
+using emu_test::Buffer;
+using emu_test::Emulator;
 
 // ---- shuffles ----------------------------------------------------------------------------
 

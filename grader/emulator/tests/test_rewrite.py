@@ -52,6 +52,30 @@ class RewriteTest(unittest.TestCase):
         self.assertIn("static_assert", out)
         self.assertIn("bar.sync 1;", out)
 
+    def test_cuda_arch_is_the_device_passes_inside_device_code_only(self):
+        src = ("__global__ void k(int* p) {\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n  p[0] = 1;\n#endif\n}\n"
+               "__device__ int f() { return __CUDA_ARCH__; }\n"
+               "#ifdef __CUDA_ARCH__\n#endif\n"
+               "void host() { /* __CUDA_ARCH__ */ }\n__device__ int counter = 0;\n")
+        out = emu_rewrite.rewrite(src)
+        self.assertEqual(out.count("\n"), src.count("\n"))
+        lines = out.splitlines()
+        self.assertEqual(lines[1], "#if defined(EMU_DEVICE_CUDA_ARCH) && EMU_DEVICE_CUDA_ARCH >= 900")
+        self.assertEqual(lines[5], "__device__ int f() { return EMU_DEVICE_CUDA_ARCH; }")
+        self.assertEqual(lines[6], "#ifdef __CUDA_ARCH__")  # host code: the host pass's view
+        self.assertEqual(lines[8], "void host() { /* __CUDA_ARCH__ */ }")
+
+    def test_cluster_dims_move_into_the_kernel_body(self):
+        src = "__global__ void __cluster_dims__(2, 1,\n 1) k(int* p) {\n  p[0] = 1;\n}"
+        out = emu_rewrite.rewrite(src)
+        self.assertEqual(out.count("\n"), src.count("\n"))
+        self.assertNotIn("__cluster_dims__", out)
+        self.assertIn("k(int* p) { ::emu::kernel_cluster_dims(2, 1, 1);", out)
+
+    def test_cluster_dims_on_a_declaration_are_refused(self):
+        with self.assertRaises(emu_rewrite.RewriteError):
+            emu_rewrite.rewrite("__global__ void __cluster_dims__(2) k(int* p);")
+
     def test_two_declarators_are_refused(self):
         with self.assertRaises(emu_rewrite.RewriteError):
             emu_rewrite.rewrite("__shared__ float a[2], b[2];")

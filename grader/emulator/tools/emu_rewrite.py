@@ -14,8 +14,15 @@ learner's own lines:
   asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
   asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
   asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
+  __CUDA_ARCH__ inside __global__ and __device__ functions -> EMU_DEVICE_CUDA_ARCH (900)
+  __cluster_dims__(X, Y, Z) on a kernel   -> removed; the body starts with
+                                             ::emu::kernel_cluster_dims(X, Y, Z);
 
 Any other inline PTX becomes a compile error that names it.
+
+nvcc compiles a file twice: the device pass defines __CUDA_ARCH__, the host pass does not.
+g++ compiles it once, so device code (the bodies of __global__ and __device__ functions)
+sees the device pass's value, sm_90's, and everything else the host pass's (undefined).
 
 usage: emu_rewrite.py INPUT OUTPUT [--display-name NAME]
 """
@@ -204,9 +211,70 @@ def rewrite_asm(text, masked):
     return edits
 
 
+def _body_after(masked, pos):
+    """(open, close) of the function body that follows the declaration head at `pos`, or None when
+    the head ends in ';' or '=' (a declaration or a variable) first. `close` is len(masked) when the
+    body's braces do not balance (preprocessor branches with unmatched braces)."""
+    depth = 0
+    for i in range(pos, len(masked)):
+        c = masked[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c in ";=":
+            return None
+        elif depth == 0 and c == "{":
+            try:
+                return i, _match_forward(masked, i, "{", "}")
+            except RewriteError:
+                return i, len(masked)
+    return None
+
+
+def device_ranges(masked):
+    """(start, end) of the bodies of __global__ and __device__ functions (lambdas inside included)."""
+    ranges = []
+    for m in re.finditer(r"\b(__global__|__device__)\b", masked):
+        if ranges and m.start() < ranges[-1][1]:
+            continue  # inside a body already found
+        body = _body_after(masked, m.end())
+        if body:
+            ranges.append(body)
+    return ranges
+
+
+def rewrite_cuda_arch(text, masked):
+    """Device code sees the device pass's __CUDA_ARCH__ (sm_90); host code keeps it undefined."""
+    edits = []
+    for start, end in device_ranges(masked):
+        for m in re.finditer(r"\b__CUDA_ARCH__\b", text[start:end]):
+            a = start + m.start()
+            # Only where the token is code or a directive, not inside a comment or string.
+            if masked[a] == "_":
+                edits.append((a, a + len("__CUDA_ARCH__"), "EMU_DEVICE_CUDA_ARCH"))
+    return edits
+
+
+def rewrite_cluster_dims(text, masked):
+    """`__cluster_dims__(X, Y, Z)` leaves the head; the kernel's body announces it when it starts."""
+    edits = []
+    for m in re.finditer(r"\b__cluster_dims__\s*\(", masked):
+        close = _match_forward(masked, m.end() - 1, "(", ")")
+        args = " ".join(text[m.end():close - 1].split())
+        body = _body_after(masked, close)
+        if not body:
+            raise RewriteError(f"line {_line_of(text, m.start())}: the CPU emulator reads __cluster_dims__ on a kernel's "
+                              "definition only: put it on the definition (the declaration with the body)")
+        edits.append((m.start(), close, " " + _keep_newlines(text[m.start():close])))
+        edits.append((body[0], body[0] + 1, f"{{ ::emu::kernel_cluster_dims({args});"))
+    return edits
+
+
 def rewrite(text):
     masked = mask_comments_and_strings(text)
-    edits = rewrite_launches(text, masked) + rewrite_shared(text, masked) + rewrite_asm(text, masked)
+    edits = (rewrite_launches(text, masked) + rewrite_shared(text, masked) + rewrite_asm(text, masked)
+             + rewrite_cuda_arch(text, masked) + rewrite_cluster_dims(text, masked))
     edits.sort()
     out, pos = [], 0
     for start, end, replacement in edits:

@@ -39,6 +39,19 @@ void* dynamic_shared();
 void grid_dependency_wait();
 /// Lesson 7: lets the dependent grid start.
 void trigger_dependents();
+/// Lesson 8, thread-block clusters: the cluster barrier (arrive, wait, or both), the launch's
+/// cluster dimensions, this block's rank in its cluster, and distributed shared memory.
+void cluster_arrive();
+void cluster_wait();
+void cluster_sync();
+dim3 cluster_dims();
+unsigned cluster_block_rank();
+/// The address `addr` (in this block's shared memory) has in the shared memory of block `rank`.
+void* map_shared_rank(const void* addr, unsigned rank);
+/// The rank of the cluster block whose shared memory holds `addr`.
+unsigned query_shared_rank(const void* addr);
+/// First statement of a kernel declared with __cluster_dims__ (see tools/emu_rewrite.py).
+void kernel_cluster_dims(unsigned x, unsigned y = 1, unsigned z = 1);
 /// Lets other fibers run (used by spin loops such as __nanosleep).
 void yield_thread();
 
@@ -182,18 +195,28 @@ inline unsigned __brev(unsigned v) {
 using std::isinf;
 using std::isnan;
 
-// ---- cache-hinted loads and stores: plain accesses on the CPU ------------------------------
+// ---- cache-hinted loads and stores ---------------------------------------------------------
+// The hint only steers the GPU's caches; the access itself is a plain load or store of the
+// whole value, checked like any other (bounds, and alignment to the type's size: a float4 at
+// an address that is not a multiple of 16 is a misaligned address, as on the GPU). Always
+// inlined, so a report names the kernel's line.
 template <typename T>
-inline T __ldg(const T* p) { return *p; }
+EMU_INLINE T __ldg(const T* p) { return *p; }
 template <typename T>
-inline T __ldcs(const T* p) { return *p; }
+EMU_INLINE T __ldcs(const T* p) { return *p; }
 template <typename T>
-inline T __ldcg(const T* p) { return *p; }
+EMU_INLINE T __ldcg(const T* p) { return *p; }
 template <typename T>
-inline T __ldlu(const T* p) { return *p; }
+EMU_INLINE T __ldca(const T* p) { return *p; }
 template <typename T>
-inline void __stcs(T* p, T v) { *p = v; }
+EMU_INLINE T __ldlu(const T* p) { return *p; }
 template <typename T>
-inline void __stcg(T* p, T v) { *p = v; }
+EMU_INLINE T __ldcv(const T* p) { return *p; }
 template <typename T>
-inline void __stwb(T* p, T v) { *p = v; }
+EMU_INLINE void __stcs(T* p, T v) { *p = v; }
+template <typename T>
+EMU_INLINE void __stcg(T* p, T v) { *p = v; }
+template <typename T>
+EMU_INLINE void __stwb(T* p, T v) { *p = v; }
+template <typename T>
+EMU_INLINE void __stwt(T* p, T v) { *p = v; }

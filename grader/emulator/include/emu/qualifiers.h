@@ -11,7 +11,8 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __grid_constant__
-#ifndef __CUDA_ARCH__
-// Kernels are compiled as host code; code that branches on __CUDA_ARCH__ takes the host path.
-#endif
+// nvcc's device pass defines __CUDA_ARCH__; g++ compiles a file once. The source rewrite turns
+// __CUDA_ARCH__ inside __global__ and __device__ functions into this (the workbook's sm_90);
+// elsewhere it stays undefined, as in nvcc's host pass.
+#define EMU_DEVICE_CUDA_ARCH 900
 #define WORKBOOK_CPU_EMULATOR 1

@@ -1,0 +1,121 @@
+/// @file test_alignment.cu
+/// @brief Misaligned vector and struct accesses are a misaligned address, as on the GPU, even
+///        where the CPU compiler splits the copy into narrower loads; cache-hinted loads and
+///        stores move the same values as plain ones and are checked the same way.
+#include <cuda_fp16.h>
+
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using emu_test::Buffer;
+using emu_test::Emulator;
+
+/// Eight halves moved by one 16-byte access on the GPU (the alignment tells nvcc).
+struct alignas(16) Pack {
+    __half v[8];
+};
+
+constexpr int kPackLoadLine = __LINE__ + 4;
+__global__ void pack_copy_kernel(const __half* w, float* out, int offset) {
+    // Only two fields are used: g++ loads just those, nvcc loads the whole pack.
+    const Pack* p = reinterpret_cast<const Pack*>(w + offset);
+    const Pack copy = p[0];
+    out[0] = __half2float(copy.v[0]) + __half2float(copy.v[3]);
+}
+
+TEST_F(Emulator, AMisalignedStructCopyIsAMisalignedAddressEvenWhenSplit) {
+    Buffer<__half> w(64);
+    Buffer<float> out(1);
+    pack_copy_kernel<<<1, 1>>>(w.d, out.d, 1);  // one element past a 16-byte boundary
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    const std::string text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("not a multiple of 16"), std::string::npos) << text;
+    EXPECT_NE(text.find("test_alignment.cu:" + std::to_string(kPackLoadLine)), std::string::npos) << text;
+}
+
+TEST_F(Emulator, AnAlignedStructCopyIsFine) {
+    Buffer<__half> w(64);
+    Buffer<float> out(1);
+    pack_copy_kernel<<<1, 1>>>(w.d, out.d, 8);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+__global__ void pack_store_kernel(__half* y, int offset) {
+    Pack p;
+    for (int i = 0; i < 8; ++i) p.v[i] = __float2half(1.0f);
+    reinterpret_cast<Pack*>(y + offset)[0] = p;
+}
+
+TEST_F(Emulator, AMisalignedStructStoreIsAMisalignedAddress) {
+    Buffer<__half> y(64);
+    pack_store_kernel<<<1, 1>>>(y.d, 2);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("stores a whole"), std::string::npos);
+}
+
+__global__ void pack_field_kernel(const __half* w, float* out, int offset) {
+    // One field through the struct type: nvcc loads 2 bytes here, which is not misaligned.
+    out[0] = __half2float(reinterpret_cast<const Pack*>(w + offset)->v[1]);
+}
+
+TEST_F(Emulator, ReadingOneFieldIsAnAccessOfTheFieldsWidth) {
+    Buffer<__half> w(64);
+    Buffer<float> out(1);
+    pack_field_kernel<<<1, 1>>>(w.d, out.d, 1);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// ---- cache-hinted loads and stores ---------------------------------------------------------
+
+__global__ void hints_kernel(const float4* in, float4* out, const float* s, float* t) {
+    const float4 a = __ldg(in);
+    const float4 b = __ldcs(in + 1);
+    const float4 c = __ldcg(in + 2);
+    const float4 d = __ldlu(in + 3);
+    const float4 e = __ldcv(in + 4);
+    __stcs(out, a);
+    __stcg(out + 1, b);
+    __stwb(out + 2, c);
+    __stwt(out + 3, d);
+    out[4] = e;
+    __stcs(t, __ldcs(s) + __ldg(s + 1));
+}
+
+TEST_F(Emulator, CacheHintedLoadsAndStoresMoveTheValues) {
+    std::vector<float4> h(5);
+    for (int i = 0; i < 5; ++i) h[i] = make_float4(i, i + 0.25f, i + 0.5f, i + 0.75f);
+    Buffer<float4> in(5), out(5);
+    Buffer<float> s(2), t(1);
+    in.set(h);
+    s.set({1.5f, 2.0f});
+    hints_kernel<<<1, 1>>>(in.d, out.d, s.d, t.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto o = out.get();
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(o[i].x, h[i].x) << i;
+        EXPECT_EQ(o[i].w, h[i].w) << i;
+    }
+    EXPECT_EQ(t.get()[0], 3.5f);
+}
+
+__global__ void misaligned_hint_kernel(const float* x, float* y) {
+    const float4 v = __ldcs(reinterpret_cast<const float4*>(x + 1));
+    y[0] = v.x;
+}
+
+TEST_F(Emulator, AMisalignedCacheHintedVectorLoadIsAMisalignedAddress) {
+    Buffer<float> x(16), y(1);
+    misaligned_hint_kernel<<<1, 1>>>(x.d, y.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("test_alignment.cu"), std::string::npos)
+        << cudaGetErrorString(e);
+}
+
+}  // namespace
