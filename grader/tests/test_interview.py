@@ -311,8 +311,8 @@ class StagesAndNumbersTests(InterviewCase):
 
     @unittest.skipIf(has_gpu(), "this machine has a GPU; the real no-GPU message is tested where there is none")
     def test_no_gpu_with_the_real_grader(self):
-        """Lesson 7 is not emulated: without a GPU its submit says so and does not count."""
-        self.grade("interview", "lesson7")
+        """Lesson 10 is not emulated: without a GPU its submit says so and does not count."""
+        self.grade("interview", "lesson10")
         code, out = self.grade("interview", "submit", at=60)
         self.assertEqual(code, 4, out)
         self.assertIn("needs a GPU", out)
