@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "device_stats.h"
 #include "gpu_checks.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
@@ -36,9 +37,6 @@ void with_type(DType dtype, F&& f) {
 template <typename T>
 using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 
-struct Counters {
-    unsigned long long bad, unwritten, first;
-};
 
 /// One thread per row: the saved rstd, written where the layout puts row r's one element.
 template <typename T>
@@ -49,7 +47,7 @@ __global__ void saved_rstd_kernel(BackwardProblem p, Layout layout, float* out) 
 
 /// Counts rows whose rstd bits differ from saved_rstd.
 template <typename T>
-__global__ void rstd_check_kernel(BackwardProblem p, Layout layout, const float* rstd, Counters* c) {
+__global__ void rstd_check_kernel(BackwardProblem p, Layout layout, const float* rstd, DeviceStats* c) {
     for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < p.rows; r += int64_t(gridDim.x) * blockDim.x) {
         const float want = saved_rstd<T>(p, r);
         const float have = rstd[layout.offset(r, 0)];
@@ -69,7 +67,7 @@ __global__ void backward_stats_kernel(BackwardProblem p, BackwardRowStats* stats
 
 template <typename T>
 __global__ void dx_compare_kernel(BackwardProblem p, Layout layout, const T* dx, const BackwardRowStats* stats,
-                                  Tolerance tol, Counters* c) {
+                                  Tolerance tol, DeviceStats* c) {
     const int64_t n = p.rows * p.cols;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t r = i / p.cols, col = i % p.cols;
@@ -87,7 +85,7 @@ __global__ void dx_compare_kernel(BackwardProblem p, Layout layout, const T* dx,
 /// Deliberately naive: one thread walks one whole column, every row, in fp64.
 template <typename T>
 __global__ void dweight_compare_kernel(BackwardProblem p, Layout layout, const float* dweight, const float* rstd,
-                                       Tolerance tol, Counters* c) {
+                                       Tolerance tol, DeviceStats* c) {
     for (int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; col < p.cols;
          col += int64_t(gridDim.x) * blockDim.x) {
         const float v = dweight[layout.offset(0, col)];
@@ -100,28 +98,6 @@ __global__ void dweight_compare_kernel(BackwardProblem p, Layout layout, const f
     }
 }
 
-class CounterBuffer {
-public:
-    explicit CounterBuffer(cudaStream_t stream) : stream_(stream) {
-        WB_CUDA_CHECK(cudaMallocAsync(&d_, sizeof(Counters), stream));
-        const Counters init{0, 0, ~0ull};
-        WB_CUDA_CHECK(cudaMemcpyAsync(d_, &init, sizeof init, cudaMemcpyHostToDevice, stream));
-    }
-    ~CounterBuffer() {
-        if (!device_hung()) cudaFreeAsync(d_, stream_);
-    }
-    Counters* get() const { return d_; }
-    Counters read() const {
-        Counters h{};
-        WB_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, stream_));
-        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        return h;
-    }
-
-private:
-    cudaStream_t stream_;
-    Counters* d_ = nullptr;
-};
 
 /// A device buffer of n values, freed with the stream's order.
 template <typename V>
@@ -163,7 +139,7 @@ void fill_saved_rstd(const DeviceTensor& rstd, const BackwardProblem& p, DType d
 
 std::string check_saved_rstd_unchanged(const DeviceTensor& rstd, const BackwardProblem& p, DType dtype,
                                        cudaStream_t stream) {
-    CounterBuffer counters(stream);
+    StatsBuffer counters(stream);
     if (p.rows > 0) {
         with_type(dtype, [&](auto tag) {
             using T = decltype(tag);
@@ -172,7 +148,7 @@ std::string check_saved_rstd_unchanged(const DeviceTensor& rstd, const BackwardP
         });
         WB_CUDA_CHECK(cudaGetLastError());
     }
-    const Counters c = counters.read();
+    const DeviceStats c = counters.read();
     std::string out;
     if (c.bad) {
         char buf[256];
@@ -190,7 +166,7 @@ CompareResult compare_dx(const BackwardProblem& p, DType dtype, const DeviceTens
     result.tol = grad_x_tolerance(dtype, p.cols);
     if (p.rows == 0) return result;
     result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.cols);
-    CounterBuffer counters(stream);
+    StatsBuffer counters(stream);
     Scratch<BackwardRowStats> stats(p.rows, stream);
     with_type(dtype, [&](auto tag) {
         using T = decltype(tag);
@@ -199,7 +175,7 @@ CompareResult compare_dx(const BackwardProblem& p, DType dtype, const DeviceTens
             p, dx.layout(), static_cast<const T*>(dx.data()), stats.get(), result.tol, counters.get());
     });
     WB_CUDA_CHECK(cudaGetLastError());
-    const Counters c = counters.read();
+    const DeviceStats c = counters.read();
     result.bad = c.bad;
     result.unwritten = c.unwritten;
     if (c.bad == 0) return result;
@@ -222,7 +198,7 @@ CompareResult compare_dweight(const BackwardProblem& p, DType dtype, const Devic
     CompareResult result;
     result.tol = grad_weight_tolerance(p.rows);
     result.total = static_cast<uint64_t>(p.cols);
-    CounterBuffer counters(stream);
+    StatsBuffer counters(stream);
     Scratch<float> rstd(p.rows, stream);
     if (p.rows > 0) saved_rstds(p, dtype, rstd.get(), stream);
     with_type(dtype, [&](auto tag) {
@@ -231,7 +207,7 @@ CompareResult compare_dweight(const BackwardProblem& p, DType dtype, const Devic
             p, dweight.layout(), static_cast<const float*>(dweight.data()), rstd.get(), result.tol, counters.get());
     });
     WB_CUDA_CHECK(cudaGetLastError());
-    const Counters c = counters.read();
+    const DeviceStats c = counters.read();
     result.bad = c.bad;
     result.unwritten = c.unwritten;
     if (c.bad == 0) return result;

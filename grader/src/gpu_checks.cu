@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "device_stats.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
 
@@ -67,9 +68,6 @@ __global__ void count_poisoned_kernel(const Bits* data, Layout layout, unsigned 
     if (mine) atomicAdd(count, mine);
 }
 
-struct DeviceStats {
-    unsigned long long bad, unwritten, first;
-};
 
 /// Deliberately naive fp64 oracle: one thread walks one whole row.
 template <typename T>
@@ -145,29 +143,6 @@ __global__ void scribble_kernel(int words) {
     for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = __int_as_float(0x7fffffff);
 }
 
-/// Device-side counters, zeroed, with `first` at its maximum.
-class StatsBuffer {
-public:
-    explicit StatsBuffer(cudaStream_t stream) : stream_(stream) {
-        WB_CUDA_CHECK(cudaMallocAsync(&d_, sizeof(DeviceStats), stream));
-        const DeviceStats init{0, 0, ~0ull};
-        WB_CUDA_CHECK(cudaMemcpyAsync(d_, &init, sizeof init, cudaMemcpyHostToDevice, stream));
-    }
-    ~StatsBuffer() {
-        if (!device_hung()) cudaFreeAsync(d_, stream_);
-    }
-    DeviceStats* get() const { return d_; }
-    DeviceStats read() const {
-        DeviceStats h{};
-        WB_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, stream_));
-        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        return h;
-    }
-
-private:
-    cudaStream_t stream_;
-    DeviceStats* d_ = nullptr;
-};
 
 template <typename T>
 using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>;
@@ -199,20 +174,14 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
 size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
     const Layout& l = t.layout();
     if (l.rows == 0) return 0;
-    unsigned long long* d = nullptr;
-    WB_CUDA_CHECK(cudaMallocAsync(&d, sizeof *d, stream));
-    WB_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream));
+    StatsBuffer stats(stream);
     with_type(t.dtype(), [&](auto tag) {
         using Bits = BitsOf<decltype(tag)>;
         count_poisoned_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
-            static_cast<const Bits*>(t.data()), l, d);
+            static_cast<const Bits*>(t.data()), l, &stats.get()->bad);
     });
     WB_CUDA_CHECK(cudaGetLastError());
-    unsigned long long h = 0;
-    WB_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream));
-    WB_CUDA_CHECK(cudaFreeAsync(d, stream));
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return static_cast<size_t>(h);
+    return static_cast<size_t>(stats.read().bad);
 }
 
 namespace {
