@@ -309,15 +309,16 @@ class StagesAndNumbersTests(InterviewCase):
         self.assertIn("no-gpu, not counted", out)
         self.assertIn("stage 1 (lesson4) not passed (0 counted submit(s))", out)
 
-    @unittest.skipIf(has_gpu(), "this machine has a GPU; the real no-GPU message is tested where there is none")
-    def test_no_gpu_with_the_real_grader(self):
-        """Lesson 7 is not emulated: without a GPU its submit says so and does not count."""
+    @unittest.skipIf(has_gpu(), "this machine has a GPU; the emulator stands in only where there is none")
+    def test_lesson7_without_a_gpu_is_graded_on_the_emulator(self):
+        """Lesson 7 (programmatic dependent launch) is emulated too: without a GPU the bare stub's submit is
+        graded there and counts as a failed attempt."""
         self.grade("interview", "lesson7")
         code, out = self.grade("interview", "submit", at=60)
-        self.assertEqual(code, 4, out)
-        self.assertIn("needs a GPU", out)
-        self.assertIn("not counted as a failed attempt", out)
-        self.assertFalse(self.state()["attempts"][0]["counted"])
+        self.assertEqual(code, 1, out)
+        self.assertIn("for the CPU emulator", out)
+        self.assertIn("still the stub", out)
+        self.assertTrue(self.state()["attempts"][0]["counted"])
 
     @unittest.skipIf(has_gpu(), "this machine has a GPU; the emulator stands in only where there is none")
     def test_without_a_gpu_the_emulator_grades_a_submit(self):
