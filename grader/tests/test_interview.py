@@ -320,6 +320,17 @@ class StagesAndNumbersTests(InterviewCase):
         self.assertFalse(self.state()["attempts"][0]["counted"])
 
     @unittest.skipIf(has_gpu(), "this machine has a GPU; the emulator stands in only where there is none")
+    def test_lesson7_without_a_gpu_is_graded_on_the_emulator(self):
+        """Lesson 7 (programmatic dependent launch) is emulated too: without a GPU the bare stub's submit is
+        graded there and counts as a failed attempt."""
+        self.grade("interview", "lesson7")
+        code, out = self.grade("interview", "submit", at=60)
+        self.assertEqual(code, 1, out)
+        self.assertIn("for the CPU emulator", out)
+        self.assertIn("still the stub", out)
+        self.assertTrue(self.state()["attempts"][0]["counted"])
+
+    @unittest.skipIf(has_gpu(), "this machine has a GPU; the emulator stands in only where there is none")
     def test_without_a_gpu_the_emulator_grades_a_submit(self):
         """Lesson 2 without a GPU: the bare stub fails on the emulator (counted), the solution passes,
         correctness only, and the next stage opens."""

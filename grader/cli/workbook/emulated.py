@@ -90,7 +90,7 @@ def compile_for_emulator(lesson, source, shown):
         raise BuildError(f"{shown} could not be prepared for the CPU emulator", rewrite.stdout)
     obj = lib + ".o"
     flags = [f for f in cfg["kernel_flags"].split(";") if f]
-    compile_cmd = [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", *flags,
+    compile_cmd = [cfg["cxx"], "-std=c++17", "-fPIC", "-fvisibility=hidden", *flags,
                    "-I", cfg["emulator_include"], "-I", cfg["grader_include"], f"-DWORKBOOK_LESSON={lesson.number}",
                    f'-DWORKBOOK_SOURCE="{rewritten}"', "-x", "c++", "-c", cfg["adapter"], "-o", obj]
     proc = subprocess.run(compile_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

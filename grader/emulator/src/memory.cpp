@@ -64,6 +64,8 @@ struct Heap {
 
 Heap* const g_heap = new Heap;  // never destroyed: kernels may still run while the process exits
 inline Heap& heap() { return *g_heap; }
+/// The device range's start, read on every access: most accesses outside it are a fiber's stack.
+const uintptr_t g_heap_lo = g_heap->lo;
 
 /// Advances at every cudaFree, so a worker's cached allocation (below) is never trusted after one.
 std::atomic<uint64_t> g_free_generation{1};
@@ -217,6 +219,7 @@ inline __attribute__((always_inline)) void check_inline(const void* addr, std::s
         if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);  // atomics never race
         return;
     }
+    if (a - g_heap_lo >= kHeapBytes) return;  // not device memory: the thread's stack, host memory
     const CachedRanges& c = tls_ranges;
     if (c.generation == g_free_generation.load(std::memory_order_relaxed))
         for (int i = 0; i < CachedRanges::kSize; ++i)

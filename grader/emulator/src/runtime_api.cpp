@@ -117,8 +117,11 @@ bool is_legacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
 
 /// Either records `work` into the capturing stream or runs it now.
 cudaError_t issue(cudaStream_t s, Work work) {
+    // Work that comes after the held kernel in stream order sees its outcome, a sticky fault included.
+    const bool capturing = object(s) && s->capturing;
+    if (!capturing && !(work.kernel && work.programmatic)) flush_held();
     if (g_sticky != cudaSuccess) return g_sticky;
-    if (object(s) && s->capturing) {
+    if (capturing) {
         s->nodes.push_back(std::move(work));
         return cudaSuccess;
     }

@@ -159,4 +159,22 @@ TEST_F(Emulator, AnyOtherStreamWorkRunsTheHeldKernelFirst) {
     EXPECT_EQ(after.get()[9], 10);
 }
 
+TEST_F(Emulator, APlainModeDependentRunsItsPrerequisiteAtItsFirstWait) {
+    // The grader's own kernels run in plain mode (one call per thread, no fibers): a thread cannot
+    // be paused, so the held kernel runs at the first thread's wait, and every read after it sees
+    // its writes.
+    Buffer<int> x(kN), before(kN), after(kN);
+    producer_kernel<<<2, 32>>>(x.d, kN);
+    emu::LaunchSpec spec;
+    spec.grid = dim3(1);
+    spec.block = dim3(kN);
+    spec.mode = emu::LaunchMode::plain;
+    spec.programmatic = true;
+    ASSERT_EQ(emu::launch_kernel(spec, dependent_kernel, x.d, before.d, after.d, kN), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto b = before.get(), a = after.get();
+    EXPECT_EQ(b[0], 0);
+    for (int i = 0; i < kN; ++i) EXPECT_EQ(a[i], i + 1) << i;
+}
+
 }  // namespace

@@ -174,7 +174,9 @@ namespace emu {
 /// How a launch runs its threads.
 enum class LaunchMode {
     fibers,  ///< one fiber per thread: barriers, warp lockstep, race checks (every submission)
-    plain,   ///< one call per thread, no barriers (the grader's own element-wise kernels)
+    /// One call per thread, no barriers: the grader's own element-wise kernels, every one a
+    /// grid-stride loop over blockIdx.x, so the emulator runs a large grid as a few blocks.
+    plain,
 };
 
 /// Everything a launch needs besides the kernel and its arguments.
