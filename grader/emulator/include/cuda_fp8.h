@@ -41,7 +41,7 @@ inline __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2 x, __nv_saturation_t
     return emu::fp8_pair(__nv_cvt_float_to_fp8(x.x, s, k), __nv_cvt_float_to_fp8(x.y, s, k));
 }
 inline __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw x, __nv_saturation_t s, __nv_fp8_interpretation_t k) {
-    return __nv_cvt_float_to_fp8(emu::half_bits_to_float(x.x), s, k);
+    return __nv_cvt_float_to_fp8(emu::fp8_half_bits_to_float(x.x), s, k);
 }
 inline __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw x, __nv_saturation_t s,
                                                         __nv_fp8_interpretation_t k) {
@@ -86,7 +86,7 @@ inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_i
         explicit name(short v) : name(static_cast<float>(v)) {}                                                \
         explicit name(unsigned short v) : name(static_cast<float>(v)) {}                                       \
         explicit operator __half() const { return __half(__nv_cvt_fp8_to_halfraw(__x, kind)); }                 \
-        explicit operator float() const { return emu::half_bits_to_float(__nv_cvt_fp8_to_halfraw(__x, kind).x); } \
+        explicit operator float() const { return emu::fp8_half_bits_to_float(__nv_cvt_fp8_to_halfraw(__x, kind).x); } \
         explicit operator double() const { return static_cast<double>(static_cast<float>(*this)); }             \
         explicit operator __nv_bfloat16() const { return __nv_bfloat16(static_cast<float>(*this)); }            \
     };
@@ -107,7 +107,7 @@ inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_i
         }                                                                                                       \
         explicit operator float2() const {                                                                      \
             const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(__x, kind);                                        \
-            return float2{emu::half_bits_to_float(r.x), emu::half_bits_to_float(r.y)};                          \
+            return float2{emu::fp8_half_bits_to_float(r.x), emu::fp8_half_bits_to_float(r.y)};                          \
         }                                                                                                       \
     };
 
@@ -132,8 +132,8 @@ inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_i
         explicit operator float4() const {                                                                      \
             const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(__x), kind);    \
             const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(__x >> 16), kind); \
-            return float4{emu::half_bits_to_float(lo.x), emu::half_bits_to_float(lo.y),                         \
-                          emu::half_bits_to_float(hi.x), emu::half_bits_to_float(hi.y)};                        \
+            return float4{emu::fp8_half_bits_to_float(lo.x), emu::fp8_half_bits_to_float(lo.y),                         \
+                          emu::fp8_half_bits_to_float(hi.x), emu::fp8_half_bits_to_float(hi.y)};                        \
         }                                                                                                       \
     };
 

@@ -37,8 +37,9 @@ inline uint8_t double_to_fp8_bits(double v, bool saturate, const Fp8Format& f) {
     const uint8_t sign = static_cast<uint8_t>((x >> 63) << 7);
     const uint64_t abs = x & 0x7fffffffffffffffull;
     if (abs > 0x7ff0000000000000ull) {
-        // NaN: e4m3 has one NaN pattern; e5m2 keeps the top mantissa bits, made quiet.
-        const uint8_t nan = f.mantissa_bits == 3 ? 0x7f : static_cast<uint8_t>(0x7e | ((x >> 51) & 0x3));
+        // NaN: e4m3 has one NaN pattern; e5m2 keeps two bits of the payload (the first below the
+        // quiet bit, and the next), made quiet.
+        const uint8_t nan = f.mantissa_bits == 3 ? 0x7f : static_cast<uint8_t>(0x7e | ((x >> 50) & 0x3));
         return static_cast<uint8_t>(sign | nan);
     }
     if (abs >= f.first_overflow) return static_cast<uint8_t>(sign | (saturate ? f.max_finite : f.overflow));
@@ -88,6 +89,37 @@ inline uint16_t fp8_to_half_bits(uint8_t b, const Fp8Format& f) {
         m &= (1 << f.mantissa_bits) - 1;
     }
     return static_cast<uint16_t>(sign | ((exp + 15) << 10) | (m << (10 - f.mantissa_bits)));
+}
+
+/// The fp32 value of fp16 bits as the fp8 types widen them: exact, a NaN the canonical 0x7fffffff.
+inline float fp8_half_bits_to_float(uint16_t h) {
+    if ((h & 0x7fffu) > 0x7c00u) {
+        const uint32_t nan = 0x7fffffffu;
+        float f;
+        std::memcpy(&f, &nan, 4);
+        return f;
+    }
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1fu;
+    uint32_t m = h & 0x3ffu;
+    uint32_t bits;
+    if (e == 0x1fu) {
+        bits = sign | 0x7f800000u;
+    } else if (e != 0) {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    } else if (m == 0) {
+        bits = sign;
+    } else {
+        uint32_t exp = 113;  // 2^-14 with the leading one at bit 10 after the shifts below
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            --exp;
+        }
+        bits = sign | (exp << 23) | ((m & 0x3ffu) << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
 }
 
 }  // namespace emu
