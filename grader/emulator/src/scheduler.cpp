@@ -257,8 +257,16 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
             s.write = now;
         } else {
             if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", gwarp, pc);
-            if (s.read.warp == gwarp || ordered(s.read, t, gwarp, epoch)) {
-                if (s.read.warp != gwarp) s.read_multi = false;
+            // Reads made together with the last one (read_multi) are ordered before this read
+            // when the last one would be, whichever warp makes this one: then they are history.
+            // (A stale flag kept when the same warp reads again would make its next write look
+            // like a race with reads of an earlier epoch, or of an earlier kernel.)
+            const bool last_read_ordered = s.read.warp == -1 || (s.read.warp / 32 == t.rank && s.read.epoch != epoch) ||
+                                           t.cluster_view >= s.read.release;
+            if (last_read_ordered) {
+                s.read_multi = false;
+                s.read = now;
+            } else if (s.read.warp == gwarp) {
                 s.read = now;
             } else {
                 s.read_multi = true;

@@ -233,6 +233,34 @@ TEST_F(Emulator, MisalignedVectorLoadIsReported) {
 
 __global__ void add_one_kernel(int* p) { atomicAdd(p, 1); }
 
+/// Every warp reads two words that thread 0 wrote: reads of several warps at once, no race.
+__global__ void broadcast_read_kernel(float* out) {
+    __shared__ float words[16];
+    if (threadIdx.x == 0) words[8] = words[9] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = words[8] + words[9];
+}
+
+/// Warp w alone reads word 8 + w and writes it back: one warp per word, no race.
+__global__ void one_warp_read_write_kernel(float* out) {
+    __shared__ float words[16];
+    const int w = threadIdx.x / 32;
+    const float v = words[8 + w];
+    words[8 + w] = v + 1.0f;
+    out[threadIdx.x] = v;
+}
+
+TEST_F(Emulator, ReadsOfAnEarlierKernelAreNotARaceWithTheNextOne) {
+    // The second kernel's shared memory is where the first one's was, on the same core: the
+    // first kernel's reads by several warps are history, not reads the second one's write races.
+    Buffer<float> out(64);
+    broadcast_read_kernel<<<1, 64>>>(out.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << explain(cudaGetLastError());
+    one_warp_read_write_kernel<<<1, 64>>>(out.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    EXPECT_EQ(e, cudaSuccess) << explain(e);
+}
+
 // ---- block order -------------------------------------------------------------------------
 
 /// Thread 0 of each block records its block's index in the order the blocks ran.
