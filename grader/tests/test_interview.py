@@ -319,7 +319,7 @@ class StagesAndNumbersTests(InterviewCase):
         code, out = self.grade("interview", "submit", at=60)
         self.assertEqual(code, 1, out)
         self.assertIn("for the CPU emulator", out)
-        self.assertIn("still the stub", out)
+        self.assertIn("fail-correctness", out)
         self.assertNotIn("needs a GPU", out.replace("the bandwidth gate needs a GPU", ""))
         attempt = self.state()["attempts"][0]
         self.assertTrue(attempt["counted"])
