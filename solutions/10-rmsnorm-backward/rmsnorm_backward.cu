@@ -51,8 +51,10 @@ constexpr int kMaxCluster = 8;
 /// Rows at which the grid cannot fill the device with many rows per group: each row is
 /// spread over as many threads as it has vectors, one vector each, for the shortest latency.
 constexpr int64_t kFewRows = 256;
-/// Threads of the column kernel: 32 columns (the lanes) by 32 slices of the partials (the warps).
-constexpr int kColumnBlock = 1024;
+/// Column blocks (32 columns each) from which the column kernel uses 8 slices of the partials
+/// (256-thread blocks) instead of 32 (1024 threads), per SM: with that many blocks the device
+/// is full anyway, and small blocks fit in one wave.
+constexpr int kManyColumnBlocksPerSm = 4;
 /// Loads each lane of the column kernel has in flight before it adds them.
 constexpr int kColumnLoads = 8;
 /// The tag of an empty mailbox slot (tags are row numbers; no launch has 2^32 - 1 rows of
@@ -449,13 +451,14 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 
 /// [column-pass]
 /// dweight[c] = Σ_p partials[p][c] over the `groups` partial rows. Lane l of every warp owns
-/// column 32·blockIdx.x + l; warp w adds partials w, w + 32, ... (eight loads in flight before
-/// the adds); then warp 0 adds the 32 warp sums in warp order. Coalesced 128-byte reads, a
-/// fixed order, no atomics. Launched as a programmatic dependent launch: it waits here for
-/// the row kernel to finish and its partials to be visible.
-__global__ void __launch_bounds__(kColumnBlock)
+/// column 32·blockIdx.x + l; warp w of the SLICES adds partials w, w + SLICES, ... (eight loads
+/// in flight before the adds); then warp 0 adds the warp sums in warp order. Coalesced 128-byte
+/// reads, a fixed order, no atomics. Launched as a programmatic dependent launch: it waits here
+/// for the row kernel to finish and its partials to be visible.
+template <int SLICES>
+__global__ void __launch_bounds__(SLICES * kWarpSize)
     column_sum_kernel(const float* __restrict__ partials, int64_t groups, int cols, float* __restrict__ dweight) {
-    constexpr int kSlices = kColumnBlock / kWarpSize;
+    constexpr int kSlices = SLICES;
     __shared__ float slice_sums[kSlices][kWarpSize + 1];
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
@@ -789,16 +792,22 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     err = vec == kVec ? launch_rows<T, kVec>(p, a, stream) : launch_rows<T, 1>(p, a, stream);
     if (err != cudaSuccess || partials == nullptr) return err;
     /// [column-launch]
+    // Few column blocks (short rows): 32 slices each, so the partials are read by 1024 threads
+    // per 32 columns. Many (long rows): 8 slices, 256 threads, the whole grid in one wave.
+    const int64_t column_blocks = (n + kWarpSize - 1) / kWarpSize;
+    const bool many = column_blocks >= static_cast<int64_t>(kManyColumnBlocksPerSm) * sms;
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.gridDim = dim3(static_cast<unsigned>((n + kWarpSize - 1) / kWarpSize));
-    config.blockDim = dim3(kColumnBlock);
+    config.gridDim = dim3(static_cast<unsigned>(column_blocks));
+    config.blockDim = dim3((many ? 8 : 32) * kWarpSize);
     config.stream = stream;
     config.attrs = attribute;
     config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, column_sum_kernel, static_cast<const float*>(partials), p.partial_rows, n, dweight);
+    const float* sums = partials;
+    if (many) return cudaLaunchKernelEx(&config, column_sum_kernel<8>, sums, p.partial_rows, n, dweight);
+    return cudaLaunchKernelEx(&config, column_sum_kernel<32>, sums, p.partial_rows, n, dweight);
     /// [column-launch]
 }
 
