@@ -319,7 +319,7 @@ __device__ void direct_column_sums(const Args<T>& a, int64_t col_block) {
  * rank·blockDim·V + t + i·blockDim. The row sum goes warp → shared memory → block, and with
  * a cluster from every block's shared memory to every block (distributed shared memory).
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
- * the same iterations and meet at the same barriers.
+ * the same iterations and exchange their parts of the same rows.
  */
 template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
@@ -403,9 +403,10 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (CLUSTER) {
             /// [mailbox]
-            // Thread r sends this block's sum to block r: one 8-byte store of (row, sum) into
-            // slot [bank][rank] of r's shared memory. Then lane r of every warp waits until
-            // its own slot [bank][r] holds this row, and the warp adds the slots in rank
+            // This row's bank is bank ^ 1 (bank already names the next row's). Thread r sends
+            // this block's sum to block r: one 8-byte store of (row, sum) into slot [rank] of
+            // r's shared memory. Then lane r of every warp waits until its own slot [r] holds
+            // this row, and the warp adds the slots in rank
             // order: the same values in the same lanes everywhere, so every thread of every
             // block gets the same total, to the bit. No cluster barrier: a block waits only
             // for its peers' sums of this row. Two banks suffice: a block writes a slot again
