@@ -50,6 +50,7 @@ struct Case {
     int repeats = 2;
     bool large = false;  ///< skipped by --small (compute-sanitizer runs): too slow to instrument
     int64_t elements = 0;  ///< the largest tensor's span: the CPU emulator leaves out what it cannot hold
+    std::string not_on_cpu;  ///< why the CPU emulator leaves this case to the GPU ("": it runs it)
     std::function<CaseOutcome(uint64_t seed, int repetition)> run;
 };
 

@@ -278,19 +278,73 @@ Case workspace_too_small_case(const Entry& e) {
     return c;
 }
 
+/// How the CPU emulator runs the cases it cannot run whole in reasonable time (the emulated
+/// kernel and the grader's fp64 oracle, which rebuilds every input value from the seed several
+/// times, cost it about a microsecond per element): fewer rows that still make the case's point,
+/// or none (rows = 0) where the rows are the point. Every other case runs whole.
+struct CpuForm {
+    const char* name;
+    int64_t rows;
+    const char* why_not_run;  ///< rows = 0: why the GPU alone runs it
+};
+
+const CpuForm kCpuForms[] = {
+    {"column_sum_1m_rows", 0,
+     "a million rows is its point, and its 33554528 elements take the emulator about a minute; the longest "
+     "column sums it runs are column_sum_many_rows's (65539 rows there); the GPU grader runs this one"},
+    // Still more rows than a grid's y dimension holds, and column sums of many terms per row group.
+    {"column_sum_many_rows", 65539, nullptr},
+    {"cols_max_65536_many_rows", 0,
+     "several rows of 65536 per row group need some 20 million elements per dtype, about 20 s of the "
+     "emulator's time; on the CPU, dweight_deterministic_long_rows walks several rows of 32768 per row group "
+     "and cols_max_65536 checks the longest rows; the GPU grader runs this one"},
+    {"dweight_deterministic", 4096, nullptr},
+    // Still more rows than the reference's few-rows threshold (256): row groups walk several rows.
+    {"dweight_deterministic_long_rows", 260, nullptr},
+};
+
+const CpuForm* cpu_form(const std::string& name) {
+    for (const CpuForm& f : kCpuForms)
+        if (name == f.name) return &f;
+    return nullptr;
+}
+
+/// The case as the CPU emulator runs it (see kCpuForms), its description saying how it differs.
+/// The determinism cases call once more, not twice: the emulator takes a grid's blocks in the
+/// opposite order at each launch of a kernel, so the second call already sums in another order.
+BackCase on_cpu(const BackCase& c, std::string& what) {
+    BackCase run = c;
+    std::vector<std::string> changes;
+    if (const CpuForm* f = cpu_form(c.name); f && f->rows > 0 && f->rows < c.rows) {
+        run.rows = f->rows;
+        changes.push_back("its first " + std::to_string(f->rows) + " of " + std::to_string(c.rows) + " rows");
+    }
+    if (run.identical_reruns > 1) {
+        run.identical_reruns = 1;
+        changes.push_back("two calls, not three: the emulator takes the blocks in the opposite order at each launch");
+    }
+    for (size_t i = 0; i < changes.size(); ++i) what += (i == 0 ? " (on the CPU emulator: " : "; ") + changes[i];
+    if (!changes.empty()) what += ")";
+    return run;
+}
+
 }  // namespace
 
 LessonPlan backward_plan(const Submission& student, const Submission& reference, const PlanOptions& opt) {
     LessonPlan plan;
     plan.cases.push_back(workspace_too_small_case(entry_of(student, DType::f16)));
-    for (const BackCase& c : backward_cases()) {
+    for (const BackCase& whole : backward_cases()) {
+        std::string what = whole.what;
+        const BackCase c = opt.cpu_emulator ? on_cpu(whole, what) : whole;
+        const CpuForm* form = opt.cpu_emulator ? cpu_form(c.name) : nullptr;
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
             if (c.f16_only && t != DType::f16) continue;
             const Entry e = entry_of(student, t);
             const bool large = c.rows * c.cols > (int64_t(1) << 22);
-            plan.cases.push_back(make_gpu_case(c.name + "_" + dtype_name(t), c.what,
+            plan.cases.push_back(make_gpu_case(c.name + "_" + dtype_name(t), what,
                                                [c, t, e](uint64_t seed) { return backward_call(c, t, seed, e); },
                                                c.repeats, large));
+            if (form && form->rows == 0) plan.cases.back().not_on_cpu = form->why_not_run;
         }
     }
     // The gate: the issue's shapes in bf16 (32768 x 1024 up, and a decode batch), two in fp16.

@@ -18,6 +18,9 @@ struct PlanOptions {
     /// Where non-zero (the CPU emulator), benchmark shapes checked as cases keep their cols but
     /// get fewer rows, so that rows x cols stays near this many elements.
     int64_t max_checked_bench_elements = 0;
+    /// The CPU emulator: a lesson may run a smaller form of a case it cannot run whole in
+    /// reasonable time, one that keeps the case's point and says so in its description.
+    bool cpu_emulator = false;
 };
 
 /// The rows a benchmark shape is checked with under `opt` (all of them on a GPU).

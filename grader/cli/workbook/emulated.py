@@ -1,4 +1,4 @@
-"""Grading lessons 2-9 on the CPU emulator (docs/emulator.md).
+"""Grading the GPU lessons, 2 to 11, on the CPU emulator (docs/emulator.md).
 
 Without a CUDA GPU (or with --emulate), the learner's unmodified .cu file is rewritten
 (grader/emulator/tools/emu_rewrite.py), compiled with g++ against the emulator's CUDA
@@ -36,9 +36,9 @@ def gpu_present():
 def missing_headers(lesson):
     """The CUDA headers the lesson's reference includes that the emulator does not provide.
 
-    A lesson that needs one (lesson 11's cuda_fp8.h) cannot be compiled for the emulator: it is
-    built with nvcc instead, and without a GPU the grader says plainly that it needs one. Empty
-    when nothing is missing.
+    A lesson that needs one cannot be compiled for the emulator: it is built with nvcc instead, and
+    without a GPU the grader says plainly that it needs one. Empty when nothing is missing (every
+    lesson so far: the emulator has its own cuda_fp8.h for lesson 11).
     """
     if not lesson.solution:
         return []

@@ -67,7 +67,7 @@ def _parser():
     # grader's reason starts with "still the stub:" whatever the stub does.
     p.add_argument("--untouched-stub", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--emulate", action="store_true",
-                   help="grade correctness on the CPU emulator even where a GPU is present (lessons 2-9; "
+                   help="grade correctness on the CPU emulator even where a GPU is present (lessons 2-11; "
                         "without a GPU this is what happens anyway)")
     p.add_argument("--remote", action="store_true",
                    help="run your code in a process of its own, as the leaderboard grades it: outputs are "

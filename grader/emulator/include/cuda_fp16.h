@@ -9,6 +9,9 @@
 struct __half_raw {
     unsigned short x;
 };
+struct __half2_raw {
+    unsigned short x, y;
+};
 
 struct __half {
     unsigned short __x;

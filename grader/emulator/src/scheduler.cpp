@@ -16,6 +16,7 @@
 #include <new>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "emu/control.h"
 #include "internal.h"
@@ -256,8 +257,16 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
             s.write = now;
         } else {
             if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", gwarp, pc);
-            if (s.read.warp == gwarp || ordered(s.read, t, gwarp, epoch)) {
-                if (s.read.warp != gwarp) s.read_multi = false;
+            // Reads made together with the last one (read_multi) are ordered before this read
+            // when the last one would be, whichever warp makes this one: then they are history.
+            // (A stale flag kept when the same warp reads again would make its next write look
+            // like a race with reads of an earlier epoch, or of an earlier kernel.)
+            const bool last_read_ordered = s.read.warp == -1 || (s.read.warp / 32 == t.rank && s.read.epoch != epoch) ||
+                                           t.cluster_view >= s.read.release;
+            if (last_read_ordered) {
+                s.read_multi = false;
+                s.read = now;
+            } else if (s.read.warp == gwarp) {
                 s.read = now;
             } else {
                 s.read_multi = true;
@@ -825,9 +834,10 @@ bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = 
     gridDim = l.spec.grid;
     UnitState u;
     for (uint64_t ran = 0; ran < limit; ++ran) {
-        const uint64_t i = l.next_unit.fetch_add(1);
-        if (i >= units) return false;
+        const uint64_t taken = l.next_unit.fetch_add(1);
+        if (taken >= units) return false;
         if (l.aborted.load(std::memory_order_relaxed)) break;
+        const uint64_t i = l.reversed ? units - 1 - taken : taken;
         if (l.spec.mode == LaunchMode::plain) {
             tls_plain_launch = &l;
             run_block_plain(l, i, per_unit);
@@ -929,6 +939,21 @@ private:
     int64_t outer_;
 };
 
+/// True for every other launch of a submission's kernel: that launch takes its blocks last
+/// first. The GPU promises no order between blocks, and a result that depends on it (a
+/// floating-point atomicAdd, a sum in the order blocks finish) then differs between two
+/// launches on the same inputs every time, not only when the timing happens to change.
+/// A kernel is its function (cudaLaunchKernelEx) or its launch's call (<<<...>>>, one per
+/// kernel and argument types).
+bool takes_blocks_last_first(const LaunchSpec& spec, const std::function<void()>& body) {
+    if (spec.mode != LaunchMode::fibers) return false;
+    static std::mutex mu;
+    static std::unordered_map<const void*, uint64_t> launches;
+    const void* kernel = spec.kernel ? spec.kernel : static_cast<const void*>(&body.target_type());
+    std::lock_guard<std::mutex> lock(mu);
+    return launches[kernel]++ % 2 == 1;
+}
+
 }  // namespace
 
 void set_watchdog_seconds(double seconds) { g_watchdog_seconds = seconds > 0 ? seconds : 20; }
@@ -944,8 +969,10 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
     constexpr unsigned kPlainBlocks = 64;
     if (spec.mode == LaunchMode::plain && spec.grid.y == 1 && spec.grid.z == 1 && spec.grid.x > kPlainBlocks)
         spec.grid.x = kPlainBlocks;
+    const bool reversed = takes_blocks_last_first(spec, body);
     for (;;) {
         LaunchState l;
+        l.reversed = reversed;
         l.deadline = deadline;
         l.spec = spec;
         l.body = &body;

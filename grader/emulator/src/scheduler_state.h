@@ -25,6 +25,7 @@ struct LaunchState {
     std::map<const void*, std::size_t> slots;  ///< static __shared__ declaration -> arena offset
     std::size_t static_end = 0;
     std::atomic<uint64_t> next_unit{0};
+    bool reversed = false;  ///< units are taken last first (every other launch of a kernel)
     std::atomic<bool> aborted{false};
     Fault fault;
     std::chrono::steady_clock::time_point deadline;

@@ -233,6 +233,66 @@ TEST_F(Emulator, MisalignedVectorLoadIsReported) {
 
 __global__ void add_one_kernel(int* p) { atomicAdd(p, 1); }
 
+/// Every warp reads two words that thread 0 wrote: reads of several warps at once, no race.
+__global__ void broadcast_read_kernel(float* out) {
+    __shared__ float words[16];
+    if (threadIdx.x == 0) words[8] = words[9] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = words[8] + words[9];
+}
+
+/// Warp w alone reads word 8 + w and writes it back: one warp per word, no race.
+__global__ void one_warp_read_write_kernel(float* out) {
+    __shared__ float words[16];
+    const int w = threadIdx.x / 32;
+    const float v = words[8 + w];
+    words[8 + w] = v + 1.0f;
+    out[threadIdx.x] = v;
+}
+
+TEST_F(Emulator, ReadsOfAnEarlierKernelAreNotARaceWithTheNextOne) {
+    // The second kernel's shared memory is where the first one's was, on the same core: the
+    // first kernel's reads by several warps are history, not reads the second one's write races.
+    Buffer<float> out(64);
+    broadcast_read_kernel<<<1, 64>>>(out.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << explain(cudaGetLastError());
+    one_warp_read_write_kernel<<<1, 64>>>(out.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    EXPECT_EQ(e, cudaSuccess) << explain(e);
+}
+
+// ---- block order -------------------------------------------------------------------------
+
+/// Thread 0 of each block records its block's index in the order the blocks ran.
+__global__ void record_block_order(unsigned* order, unsigned* count) {
+    if (threadIdx.x == 0) order[atomicAdd(count, 1u)] = blockIdx.x;
+}
+
+TEST_F(Emulator, ConsecutiveLaunchesOfAKernelTakeTheBlocksInOppositeOrders) {
+    // The GPU runs blocks in no promised order: a sum whose order the blocks decide (a float
+    // atomicAdd, a sum in the order blocks finish) must differ between two launches on the same
+    // inputs, on one core as on many. The first block to run is among the first two (the cores
+    // take blocks in turn) in one launch and among the last two in the next.
+    constexpr unsigned kBlocks = 64;
+    Buffer<unsigned> order(kBlocks), count(1);
+    std::vector<unsigned> first;
+    for (int launch = 0; launch < 4; ++launch) {
+        count.set({0u});
+        record_block_order<<<kBlocks, 32>>>(order.d, count.d);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto o = order.get();
+        EXPECT_EQ(count.get()[0], kBlocks);
+        first.push_back(o[0]);
+    }
+    for (int launch = 1; launch < 4; ++launch) {
+        const bool was_low = first[launch - 1] < 2, is_low = first[launch] < 2;
+        EXPECT_TRUE(was_low != is_low && (was_low || first[launch - 1] >= kBlocks - 2) &&
+                    (is_low || first[launch] >= kBlocks - 2))
+            << "launch " << launch << " started at block " << first[launch] << ", the one before at "
+            << first[launch - 1];
+    }
+}
+
 TEST_F(Emulator, CapturedLaunchesRunWhenTheGraphRuns) {
     Buffer<int> counter(1);
     cudaStream_t s;

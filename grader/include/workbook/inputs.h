@@ -94,7 +94,7 @@ inline uint64_t derive_seed(uint64_t run_seed, const char* name, int rep) {
 }
 
 /// The unrounded value of element (row, col); cols is the logical row length.
-WB_HD inline float raw_value(const ValueSpec& s, int64_t row, int64_t col, int64_t cols) {
+WB_HD WB_PURE inline float raw_value(const ValueSpec& s, int64_t row, int64_t col, int64_t cols) {
     if (!s.per_col) {
         if (row == s.nan_row && col == s.nan_col) return quiet_nan();
         if (s.zero_period > 0 && row % s.zero_period == 1) return 0.0f;
