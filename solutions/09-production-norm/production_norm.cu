@@ -273,19 +273,22 @@ __device__ __forceinline__ void sum_input(const Pack<T, VEC>& xv, const Pack<T, 
  * before it writes any, and no element is read by one thread and written by another, so
  * y == x and residual_out == residual are safe.
  *
- * With several rows per block (G ≤ 32, 16-byte vectors) the rows share one copy of the weight
- * and bias in shared memory, read from L2 once per block while the rows' loads are in flight.
- * Read from L2 per row instead, each vector's weight and then its bias is a round trip after
- * the reductions, one after the other (the register cap leaves no room to batch them): at
- * 1024 and 2048 columns that wait, not the memory, set the pace.
+ * STAGE (several rows per block: G ≤ 32, 16-byte vectors): the rows share one copy of the
+ * weight and bias in shared memory, read from L2 once per block while the rows' loads are in
+ * flight. Read from L2 per row instead, each vector's weight and then its bias is a round
+ * trip after the reductions, one after the other (the register cap leaves no room to batch
+ * them): with a bias or LayerNorm that wait, not the memory, sets the pace, and the shared
+ * copy makes such rows 2-19% faster on an H100 at 256 to 2048 columns. A row with only a
+ * weight gains less, and at G = 4 (or with a residual) the barrier that publishes the copy
+ * costs more than it saves (1-3%): the plan leaves such rows reading the weight from L2.
  */
-template <typename T, int VEC, bool RES, int G, int ITERS, int BLOCK>
+template <typename T, int VEC, bool RES, int G, int ITERS, int BLOCK, bool STAGE>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Params a) {
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
-    constexpr bool kStage = G <= kWarpSize && VEC * sizeof(T) == 16;
+    static_assert(!STAGE || (G <= kWarpSize && VEC * sizeof(T) == 16), "staged parameters: several rows a block");
     // Room for up to G · ITERS vectors of each parameter, fp32 ones taking two words each.
-    constexpr int kStageWords = kStage ? G * ITERS * (sizeof(T) == 2 ? 2 : 1) : 1;
+    constexpr int kStageWords = STAGE ? G * ITERS * (sizeof(T) == 2 ? 2 : 1) : 1;
     __shared__ Slots<G> slots;
     __shared__ uint4 stage_w[kStageWords];
     __shared__ uint4 stage_b[kStageWords];
@@ -332,7 +335,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Par
         /// [stage-params]
         // The block's copy of the parameters, once, while its rows' loads are in flight; the
         // barrier before the writes below publishes it.
-        if constexpr (kStage) {
+        if constexpr (STAGE) {
             if (first == static_cast<int64_t>(blockIdx.x) * kRowsPerBlock) {
                 const int w_words = nvec * (a.weight_f32 ? 2 : 1);
                 const int b_words = a.bias ? nvec * (a.bias_f32 ? 2 : 1) : 0;
@@ -385,7 +388,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Par
         const float rstd = rsqrtf(row_sum<G>(sq, slots, bank) * inv_cols + a.eps);
         /// [two-pass-stats]
 
-        if constexpr (kStage) __syncthreads();
+        if constexpr (STAGE) __syncthreads();
         if (active) {
             if (a.rstd && lane == 0) a.rstd[a.heads == 1 ? r : (r / a.heads) * a.rstd_s0 + r % a.heads] = rstd;
             P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(r, a.heads, a.y_s0, a.y_s1));
@@ -395,7 +398,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Par
                 if (idx < nvec) {
                     float s[VEC], w[VEC];
                     sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
-                    if constexpr (kStage) {
+                    if constexpr (STAGE) {
                         load_param_staged<T, VEC>(stage_w, a.weight_f32, idx, w);
                     } else {
                         load_param<T, VEC>(a.weight, a.weight_f32, idx, w);
@@ -403,7 +406,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Par
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
                     if (a.bias) {
-                        if constexpr (kStage) {
+                        if constexpr (STAGE) {
                             load_param_staged<T, VEC>(stage_b, a.bias_f32, idx, w);
                         } else {
                             load_param<T, VEC>(a.bias, a.bias_f32, idx, w);
@@ -557,7 +560,8 @@ __device__ __forceinline__ float cluster_sum(float v, float (*slots)[BLOCK / kWa
     if (lane == 0) slots[bank][threadIdx.x / kWarpSize] = v;
     cluster.sync();
     float total = 0.0f;
-    for (int j = lane; j < parts; j += kWarpSize) total += cluster.map_shared_rank(&slots[bank][0], j / kWarps)[j % kWarps];
+    for (int j = lane; j < parts; j += kWarpSize)
+        total += cluster.map_shared_rank(&slots[bank][0], j / kWarps)[j % kWarps];
     bank ^= 1;
     return group_sum<kWarpSize>(total);
 #else
@@ -610,7 +614,8 @@ __global__ void __launch_bounds__(kSliceBlock, kSliceBlocksPerSm) norm_slice_ker
 
     // Every block of a cluster walks the same rows, so the cluster barriers always match.
     for (int64_t row = blockIdx.x / blocks; row < a.rows; row += gridDim.x / blocks) {
-        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1)) + begin;
+        const P* xr =
+            reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1)) + begin;
         const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) +
                                                        row_offset(row, a.heads, a.r_s0, a.r_s1)) + begin
                           : nullptr;
@@ -720,7 +725,8 @@ __global__ void __launch_bounds__(kSliceBlock, kSliceBlocksPerSm) norm_slice_ker
                         if (a.weight_f32) {
 #pragma unroll
                             for (int q = 0; q < kQ; ++q)
-                                wq[u][q] = __ldg(static_cast<const uint4*>(a.weight) + static_cast<int64_t>(begin + j) * kQ + q);
+                                wq[u][q] = __ldg(static_cast<const uint4*>(a.weight) +
+                                                 static_cast<int64_t>(begin + j) * kQ + q);
                         } else {
                             wq[u][0] = __ldg(static_cast<const uint4*>(a.weight) + begin + j);
                         }
@@ -764,11 +770,11 @@ __global__ void __launch_bounds__(kSliceBlock, kSliceBlocksPerSm) norm_slice_ker
 
 int grid_for(int64_t groups) { return static_cast<int>(std::min<int64_t>(std::max<int64_t>(groups, 1), kMaxGrid)); }
 
-template <typename T, int VEC, bool RES, int G, int ITERS>
+template <typename T, int VEC, bool RES, int G, int ITERS, bool STAGE = false>
 cudaError_t launch_rows(const Params& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
-    norm_rows_kernel<T, VEC, RES, G, ITERS, kBlock>
+    norm_rows_kernel<T, VEC, RES, G, ITERS, kBlock, STAGE>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -822,17 +828,28 @@ cudaError_t launch_slice(const Params& a, cudaStream_t stream) {
 
 using Launcher = cudaError_t (*)(const Params&, cudaStream_t);
 
+/// Several rows a block (G ≤ 32) share a copy of the parameters in shared memory when the
+/// rows have a bias or are LayerNorm (`heavy`), or have a lone weight in groups of 8 or more
+/// threads without a residual (norm_rows_kernel says why).
+template <typename T, int VEC, bool RES, int G, int ITERS>
+Launcher rows_launcher(bool heavy) {
+    if constexpr (G <= kWarpSize && VEC * sizeof(T) == 16) {
+        if (heavy || (!RES && G >= 8)) return &launch_rows<T, VEC, RES, G, ITERS, true>;
+    }
+    return &launch_rows<T, VEC, RES, G, ITERS>;
+}
+
 /// [launch-plan]
 /// The plan for `rows` rows of `nvec` vectors. Each thread holds K vectors (8 of x, or 4 of x
 /// and 4 of the residual: 32 registers of row either way), G threads per row, the fewest
 /// (a power of two) that hold it. Past 4096 16-byte vectors the row goes to a cluster's
-/// shared memory, unless it is `light` (RMSNorm, no bias) and a 1024-thread block holds it:
-/// with one parameter load a vector that block keeps up (the slice kernel measured 1-3%
+/// shared memory, unless it is not `heavy` (RMSNorm, no bias) and a 1024-thread block holds
+/// it: with one parameter load a vector that block keeps up (the slice kernel measured 1-3%
 /// slower there). A longer row of narrower vectors (misaligned) is streamed. Few rows (a
 /// decode step) fill few SMs and the time is latency: there each thread takes one or two
 /// vectors.
 template <typename T, int VEC, bool RES>
-Launcher pick_launcher(int nvec, int64_t rows, bool light) {
+Launcher pick_launcher(int nvec, int64_t rows, bool heavy) {
     constexpr int K = RES ? 4 : 8;
     if constexpr (VEC * sizeof(T) == 16) {
         if (rows <= kFewRows && nvec > 64) {
@@ -847,15 +864,15 @@ Launcher pick_launcher(int nvec, int64_t rows, bool light) {
     // per thread, rather than 16 threads of 8: measured on an H100 2-3% faster with a bias
     // (each thread's weight and bias loads wait behind fewer stores), the same without.
     if constexpr (VEC * sizeof(T) == 16 && !RES) {
-        if (nvec > 64 && nvec <= 128) return &launch_rows<T, VEC, RES, 32, 4>;
+        if (nvec > 64 && nvec <= 128) return rows_launcher<T, VEC, RES, 32, 4>(heavy);
     }
     if constexpr (VEC * sizeof(T) == 16) {
-        if (nvec > kSliceMinVecs && (!light || nvec > 1024 * K)) return &launch_slice<T, VEC, RES>;
+        if (nvec > kSliceMinVecs && (heavy || nvec > 1024 * K)) return &launch_slice<T, VEC, RES>;
     }
-    if (nvec <= 4 * K) return &launch_rows<T, VEC, RES, 4, K>;
-    if (nvec <= 8 * K) return &launch_rows<T, VEC, RES, 8, K>;
-    if (nvec <= 16 * K) return &launch_rows<T, VEC, RES, 16, K>;
-    if (nvec <= 32 * K) return &launch_rows<T, VEC, RES, 32, K>;
+    if (nvec <= 4 * K) return rows_launcher<T, VEC, RES, 4, K>(heavy);
+    if (nvec <= 8 * K) return rows_launcher<T, VEC, RES, 8, K>(heavy);
+    if (nvec <= 16 * K) return rows_launcher<T, VEC, RES, 16, K>(heavy);
+    if (nvec <= 32 * K) return rows_launcher<T, VEC, RES, 32, K>(heavy);
     if (nvec <= 64 * K) return &launch_rows<T, VEC, RES, 64, K>;
     if (nvec <= 128 * K) return &launch_rows<T, VEC, RES, 128, K>;
     if (nvec <= 256 * K) return &launch_rows<T, VEC, RES, 256, K>;
@@ -866,11 +883,12 @@ Launcher pick_launcher(int nvec, int64_t rows, bool light) {
 /// [launch-plan]
 
 template <typename T>
-Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool light) {
+Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy) {
     constexpr int kFull = 16 / sizeof(T);
     if (vec == kFull)
-        return res ? pick_launcher<T, kFull, true>(nvec, rows, light) : pick_launcher<T, kFull, false>(nvec, rows, light);
-    return res ? pick_launcher<T, 1, true>(nvec, rows, light) : pick_launcher<T, 1, false>(nvec, rows, light);
+        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy)
+                   : pick_launcher<T, kFull, false>(nvec, rows, heavy);
+    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy) : pick_launcher<T, 1, false>(nvec, rows, heavy);
 }
 
 // ----------------------------------------------------------------------------- validation
@@ -1081,12 +1099,12 @@ Status norm_create(const NormProblem& problem, NormDescriptor** out) {
     /// [vector-width]
 
     const int nvec = a.cols / vec;
-    const bool light = !a.layer && !a.bias;  // see pick_launcher
+    const bool heavy = a.layer || a.bias;  // see pick_launcher
     Launcher launcher = nullptr;
     switch (p.x.dtype) {
-        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, light); break;
-        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, light); break;
-        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, light); break;
+        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy); break;
+        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy); break;
+        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy); break;
     }
     *out = new NormDescriptor{a, launcher};
     return Status::success;
