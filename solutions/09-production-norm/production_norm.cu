@@ -399,18 +399,23 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_rows_kernel(Par
                     float s[VEC], w[VEC];
                     sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
                     if constexpr (STAGE) {
+                        // The parameters from the block's copy.
                         load_param_staged<T, VEC>(stage_w, a.weight_f32, idx, w);
-                    } else {
-                        load_param<T, VEC>(a.weight, a.weight_f32, idx, w);
+#pragma unroll
+                        for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
+                        if (a.bias) {
+                            load_param_staged<T, VEC>(stage_b, a.bias_f32, idx, w);
+#pragma unroll
+                            for (int k = 0; k < VEC; ++k) s[k] += w[k];
+                        }
+                        yr[idx] = pack<T, VEC>(s);
+                        continue;
                     }
+                    load_param<T, VEC>(a.weight, a.weight_f32, idx, w);
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
                     if (a.bias) {
-                        if constexpr (STAGE) {
-                            load_param_staged<T, VEC>(stage_b, a.bias_f32, idx, w);
-                        } else {
-                            load_param<T, VEC>(a.bias, a.bias_f32, idx, w);
-                        }
+                        load_param<T, VEC>(a.bias, a.bias_f32, idx, w);
 #pragma unroll
                         for (int k = 0; k < VEC; ++k) s[k] += w[k];
                     }
@@ -665,10 +670,7 @@ __global__ void __launch_bounds__(kSliceBlock, kSliceBlocksPerSm) norm_slice_ker
                 float s[VEC];
                 unpack(slice[j], s);
 #pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    const float d = s[k] - mean;
-                    sq = fmaf(d, d, sq);
-                }
+                for (int k = 0; k < VEC; ++k) sq = fmaf(s[k] - mean, s[k] - mean, sq);
             }
         }
         const float rstd = rsqrtf(cluster_sum<kSliceBlock>(sq, slots, bank) * inv_cols + a.eps);
