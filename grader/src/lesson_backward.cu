@@ -290,13 +290,13 @@ struct CpuForm {
 
 const CpuForm kCpuForms[] = {
     {"column_sum_1m_rows", 0,
-     "a million rows is its point, and its 33554528 elements take the emulator about a minute; the longest "
+     "a million rows is its point, and its 33554528 elements take the emulator about 20 s per dtype; the longest "
      "column sums it runs are column_sum_many_rows's (65539 rows there); the GPU grader runs this one"},
     // Still more rows than a grid's y dimension holds, and column sums of many terms per row group.
     {"column_sum_many_rows", 65539, nullptr},
     {"cols_max_65536_many_rows", 0,
-     "several rows of 65536 per row group need some 20 million elements per dtype, about 20 s of the "
-     "emulator's time; on the CPU, dweight_deterministic_long_rows walks several rows of 32768 per row group "
+     "several rows of 65536 per row group need some 20 million elements, about 8 s of the emulator's time "
+     "per dtype; on the CPU, dweight_deterministic_long_rows walks several rows of 32768 per row group "
      "and cols_max_65536 checks the longest rows; the GPU grader runs this one"},
     {"dweight_deterministic", 4096, nullptr},
     // Still more rows than the reference's few-rows threshold (256): row groups walk several rows.
@@ -310,8 +310,8 @@ const CpuForm* cpu_form(const std::string& name) {
 }
 
 /// The case as the CPU emulator runs it (see kCpuForms), its description saying how it differs.
-/// The determinism cases call once more, not twice: the emulator takes a grid's blocks in the
-/// opposite order at each launch of a kernel, so the second call already sums in another order.
+/// The determinism cases rerun once, not twice: the emulator takes a grid's blocks in the
+/// opposite order at every other launch of a kernel, so the rerun already sums in another order.
 BackCase on_cpu(const BackCase& c, std::string& what) {
     BackCase run = c;
     std::vector<std::string> changes;
@@ -321,7 +321,7 @@ BackCase on_cpu(const BackCase& c, std::string& what) {
     }
     if (run.identical_reruns > 1) {
         run.identical_reruns = 1;
-        changes.push_back("two calls, not three: the emulator takes the blocks in the opposite order at each launch");
+        changes.push_back("two calls, not three: the emulator's second call takes the blocks in the opposite order");
     }
     for (size_t i = 0; i < changes.size(); ++i) what += (i == 0 ? " (on the CPU emulator: " : "; ") + changes[i];
     if (!changes.empty()) what += ")";

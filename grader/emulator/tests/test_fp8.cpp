@@ -3,8 +3,8 @@
 ///        decoded, every fp16 and bf16 bit pattern, every fp8 value and midpoint with its float
 ///        and double neighbours, every rounding position of every float binade, random floats,
 ///        doubles and pairs, in both formats with and without saturation. The toolkit's host
-///        code is what cvt.rn.satfinite computes on the GPU; WBEMU_FP8_EVERY_FLOAT=1 also runs
-///        all 2^32 floats (minutes).
+///        code is its statement of what the GPU's conversion (cvt.rn.satfinite where it
+///        saturates) computes; WBEMU_FP8_EVERY_FLOAT=1 also runs all 2^32 floats (minutes).
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
