@@ -498,6 +498,16 @@ class LessonFilesTests(unittest.TestCase):
                     self.assertIn(name, interview_content.PLACEHOLDERS, f"{lesson.name}: {{{name}}} in {q.text}")
         self.assertTrue(any(interview_content.plan(l).stages for l in all_lessons() if l.number == 4))
 
+    def test_the_opening_paragraph_is_prose_not_half_a_code_block(self):
+        """The prompt's first paragraph comes from 'What you build'; a blank line inside a code block
+        there (lesson 9's contract has one) must not make the block's second half the opening."""
+        from workbook.interview_workspace import prompt
+        for lesson in all_lessons():
+            opening = prompt(lesson, 45).split("\n\n")[0]
+            self.assertNotIn("```", opening, lesson.name)
+            self.assertNotRegex(opening, r"\bnamespace\b|#include|\);\s*$", lesson.name)
+            self.assertGreater(len(opening), len("Interviewer: implement this entry point. ") + 40, lesson.name)
+
     def test_a_stage_naming_its_own_lesson_is_refused(self):
         lesson = all_lessons()[0]
         with tempfile.TemporaryDirectory() as tmp:

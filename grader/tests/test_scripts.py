@@ -170,3 +170,29 @@ class CollectResultsTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NcuTorchTests(unittest.TestCase):
+    """bench/ncu_torch.py without a GPU: its row syntax and how it splits ncu's kernels into calls."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import ncu_torch
+        self.ncu = ncu_torch
+
+    def test_rows_are_read_or_named_when_wrong(self):
+        rows = self.ncu.parse_rows("4:32768x256:fp16,6:128:qkv:bf16")
+        self.assertEqual((rows[0]["rows"], rows[0]["cols"]), (32768, 256))
+        self.assertEqual((rows[1]["tokens"], rows[1]["layout"]), (128, "qkv"))
+        with self.assertRaises(SystemExit) as err:
+            self.ncu.parse_rows("6:128:strided:bf16")
+        self.assertIn("6:128:strided:bf16", str(err.exception))
+
+    def test_calls_alternate_and_a_missing_call_stops_the_table(self):
+        k = [{"Kernel Name": n, "gpu__time_duration.sum": "1000"} for n in
+             ("rmsnorm_rows_kernel", "column_sum", "triton_red_fused_0", "rmsnorm_rows_kernel", "triton_per_fused_1")]
+        groups = self.ncu.windows(k, 4)
+        self.assertEqual([len(g) for g in groups], [2, 1, 1, 1])
+        with self.assertRaises(SystemExit) as err:
+            self.ncu.windows(k[:3], 4)
+        self.assertIn("expected 4 profiled calls", str(err.exception))

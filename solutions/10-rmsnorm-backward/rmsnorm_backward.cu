@@ -13,16 +13,19 @@
  *  - why a long row needs a cluster here even though it did not in the forward: the row's
  *    column sums have to live somewhere for the whole launch, and 65536 fp32 sums are a whole
  *    SM's register file, so the row's columns are split over the blocks of a cluster, and the
- *    row sum `m` is exchanged through distributed shared memory (lesson 8);
+ *    row sum `m` is exchanged through distributed shared memory (lesson 8) as messages, not
+ *    with a cluster barrier per row: each block writes its part, tagged with the row, into a
+ *    slot of every peer's shared memory, and waits only until its own slots hold this row;
  *  - the plan: one warp per row up to 128 vectors, one block per row up to 1024, a cluster
  *    of 2 to 8 blocks beyond; the grid sized to what the device keeps resident (two blocks
  *    per SM, so one loads while the other waits at a barrier), so each row group walks many
  *    rows and the partials stay few;
  *  - few rows (decode batches) in one launch: blocks after the row blocks add dweight
- *    straight from dy, x and rstd, with no partials and no second kernel.
+ *    straight from dy, x and rstd, with no partials and no second kernel;
+ *  - the column kernel launched as a programmatic dependent launch (lesson 7): its blocks
+ *    start as the row blocks leave, and wait in the kernel for the partials.
  *
- * What it leaves out: programmatic dependent launch of the column kernel (lesson 7), which
- * would hide its launch behind the first kernel's tail, and TMA loads.
+ * What it leaves out: TMA loads.
  * Clusters need sm_90: on older devices the entry point returns cudaErrorNotSupported.
  */
 #include <cooperative_groups.h>
@@ -31,6 +34,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "workbook/rmsnorm_backward.h"
 
@@ -47,8 +51,15 @@ constexpr int kMaxCluster = 8;
 /// Rows at which the grid cannot fill the device with many rows per group: each row is
 /// spread over as many threads as it has vectors, one vector each, for the shortest latency.
 constexpr int64_t kFewRows = 256;
-/// Threads of the column kernel: 32 columns (the lanes) by 32 slices of the partials (the warps).
-constexpr int kColumnBlock = 1024;
+/// Column blocks (32 columns each) from which the column kernel uses 8 slices of the partials
+/// (256-thread blocks) instead of 32 (1024 threads), per SM: with that many blocks the device
+/// is full anyway, and small blocks fit in one wave.
+constexpr int kManyColumnBlocksPerSm = 4;
+/// Loads each lane of the column kernel has in flight before it adds them.
+constexpr int kColumnLoads = 8;
+/// The tag of an empty mailbox slot (tags are row numbers; no launch has 2^32 - 1 rows of
+/// the 1025 or more columns that take a cluster).
+constexpr unsigned long long kNoRow = ~0ull;
 
 /// Warp-per-row blocks each SM keeps resident, by vectors per lane: the launch bounds hold the
 /// registers to what that many blocks need (42, 64 and 128 a thread), so the grid can be sized
@@ -79,6 +90,24 @@ template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Pack {
     T v[VEC];
 };
+
+/// fp32 copies of a pack's elements. A 32-bit word of two bf16 gives the low one shifted up and
+/// the high one with its low half cleared, one instruction each (element by element, the
+/// compiler spends two on the high one); every element is widened six times per row.
+template <typename T, int VEC>
+__device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
+        const unsigned* words = reinterpret_cast<const unsigned*>(&p);
+#pragma unroll
+        for (int j = 0; j < VEC / 2; ++j) {
+            f[2 * j] = __uint_as_float(words[j] << 16);
+            f[2 * j + 1] = __uint_as_float(words[j] & 0xffff0000u);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) f[k] = to_float(p.v[k]);
+    }
+}
 
 /// Tells the compiler the packed registers may have changed, so fp32 copies made before this
 /// point cannot be reused after it: it converts again instead of keeping both. Between the row
@@ -121,6 +150,18 @@ struct Args {
     int64_t row_blocks;  ///< blocks [0, row_blocks) do rows; any after them add dweight's columns
 };
 
+/// [pdl]
+/// The row kernels let the column kernel, launched after them as a programmatic dependent
+/// launch, be scheduled now: its blocks take the SMs the row blocks leave and wait inside the
+/// kernel (cudaGridDependencySynchronize) until every partial is written, instead of starting
+/// only after the launch gap that follows the last row block.
+__device__ __forceinline__ void allow_column_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+/// [pdl]
+
 /// [row-pass]
 /// One row's share of this thread: V vectors of dy and x, already loaded. Returns this
 /// thread's part of Σ g·x̂ with g = dy·w, x̂ = x·rstd.
@@ -131,11 +172,12 @@ __device__ __forceinline__ float row_dot(const Pack<T, VEC> (&dy)[V], const Pack
 #pragma unroll
     for (int i = 0; i < V; ++i)
         if (valid[i]) {
+            float fd[VEC], fx[VEC], fw[VEC];
+            unpack(dy[i], fd);
+            unpack(x[i], fx);
+            unpack(w[i], fw);
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float g = to_float(dy[i].v[k]) * to_float(w[i].v[k]);
-                dot = fmaf(g, to_float(x[i].v[k]) * rstd, dot);
-            }
+            for (int k = 0; k < VEC; ++k) dot = fmaf(fd[k] * fw[k], fx[k] * rstd, dot);
         }
     return dot;
 }
@@ -150,12 +192,15 @@ __device__ __forceinline__ void row_outputs(const Pack<T, VEC> (&dy)[V], const P
     for (int i = 0; i < V; ++i)
         if (valid[i]) {
             Pack<T, VEC> out;
+            float fd[VEC], fx[VEC], fw[VEC];
+            unpack(dy[i], fd);
+            unpack(x[i], fx);
+            unpack(w[i], fw);
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
-                const float d = to_float(dy[i].v[k]);
-                const float xh = to_float(x[i].v[k]) * rstd;
-                out.v[k] = from_float<T>(rstd * fmaf(-xh, m, d * to_float(w[i].v[k])));
-                acc[i][k] = fmaf(d, xh, acc[i][k]);
+                const float xh = fx[k] * rstd;
+                out.v[k] = from_float<T>(rstd * fmaf(-xh, m, fd[k] * fw[k]));
+                acc[i][k] = fmaf(fd[k], xh, acc[i][k]);
             }
             dxr[idx[i]] = out;
         }
@@ -176,6 +221,7 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     constexpr int kWarps = kWarpRowsBlock / kWarpSize;
     extern __shared__ float column_sums[];  // cols floats
 
+    allow_column_kernel();
     const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
@@ -273,19 +319,21 @@ __device__ void direct_column_sums(const Args<T>& a, int64_t col_block) {
  * rank·blockDim·V + t + i·blockDim. The row sum goes warp → shared memory → block, and with
  * a cluster from every block's shared memory to every block (distributed shared memory).
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
- * the same iterations and meet at the same barriers.
+ * the same iterations and exchange their parts of the same rows.
  */
 template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
+    allow_column_kernel();
     // A few-rows launch: the blocks after the rows' add dweight's columns (whole clusters of them).
     if (blockIdx.x >= a.row_blocks) {
         direct_column_sums(a, blockIdx.x - a.row_blocks);
         return;
     }
     __shared__ float warp_sums[2][MAX_BLOCK / kWarpSize];
-    __shared__ float block_sum;
+    // Clusters: slot [bank][r] holds block r's part of a row's sum, tagged with the row.
+    __shared__ unsigned long long mailbox[2][kMaxCluster];
 
     const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % kWarpSize;
@@ -319,6 +367,14 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     const int64_t group = blockIdx.x / blocks;
     const int64_t groups = a.row_blocks / blocks;
     int bank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (CLUSTER) {
+        // Empty slots carry a tag no row has, and every block's are empty before any peer
+        // writes into them.
+        if (threadIdx.x < 2 * kMaxCluster) mailbox[threadIdx.x / kMaxCluster][threadIdx.x % kMaxCluster] = kNoRow;
+        cg::this_cluster().sync();
+    }
+#endif
     for (int64_t row = group; row < a.rows; row += groups) {
         const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride);
         const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride);
@@ -346,25 +402,41 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         bank ^= 1;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (CLUSTER) {
-            cg::cluster_group cluster = cg::this_cluster();
-            if (threadIdx.x == 0) block_sum = dot;
-            // Barrier 1: every block's sum is written and visible cluster-wide.
-            cluster.sync();
-            // Lane r reads block r's sum; the same values in the same lanes everywhere, so
-            // every thread of every block of the cluster gets the same total, to the bit.
-            dot = warp_sum(lane < blocks ? *cluster.map_shared_rank(&block_sum, lane) : 0.0f);
-            // Barrier 2, split: no block may overwrite block_sum (next row) or exit while a
-            // peer can still read it; waiting at the end of the row hides the barrier.
-            cluster.barrier_arrive();
+            /// [mailbox]
+            // This row's bank is bank ^ 1 (bank already names the next row's). Thread r sends
+            // this block's sum to block r: one 8-byte store of (row, sum) into slot [rank] of
+            // r's shared memory. Then lane r of every warp waits until its own slot [r] holds
+            // this row, and the warp adds the slots in rank
+            // order: the same values in the same lanes everywhere, so every thread of every
+            // block gets the same total, to the bit. No cluster barrier: a block waits only
+            // for its peers' sums of this row. Two banks suffice: a block writes a slot again
+            // two rows later, after its peer has sent the next row's sum, which the peer does
+            // only once every one of its warps is past reading this one.
+            const unsigned tag = static_cast<unsigned>(row);
+            if (threadIdx.x < blocks) {
+                volatile unsigned long long* slot =
+                    cg::this_cluster().map_shared_rank(&mailbox[bank ^ 1][rank], static_cast<int>(threadIdx.x));
+                *slot = static_cast<unsigned long long>(tag) << 32 | __float_as_uint(dot);
+            }
+            float part = 0.0f;
+            if (lane < blocks) {
+                const volatile unsigned long long* mine = &mailbox[bank ^ 1][lane];
+                unsigned long long message = *mine;
+                while (static_cast<unsigned>(message >> 32) != tag) message = *mine;
+                part = __uint_as_float(static_cast<unsigned>(message));
+            }
+            dot = warp_sum(part);
+            /// [mailbox]
         }
 #endif
         /// [row-sum]
         const float m = dot * inv_cols;
         row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(a.dx + row * a.dx_stride), acc);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        if constexpr (CLUSTER) cg::this_cluster().barrier_wait();
-#endif
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // No block may leave while a peer can still write into its slots.
+    if constexpr (CLUSTER) cg::this_cluster().sync();
+#endif
 
     // The group's partial: each thread writes the sums of its own columns. A few-rows launch
     // has none: its column blocks add dweight from the inputs.
@@ -380,28 +452,30 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 
 /// [column-pass]
 /// dweight[c] = Σ_p partials[p][c] over the `groups` partial rows. Lane l of every warp owns
-/// column 32·blockIdx.x + l; warp w adds partials w, w + 32, ... (four loads in flight before
-/// the adds); then warp 0 adds the 32 warp sums in warp order. Coalesced 128-byte reads, a
-/// fixed order, no atomics.
-__global__ void __launch_bounds__(kColumnBlock)
+/// column 32·blockIdx.x + l; warp w of the SLICES adds partials w, w + SLICES, ... (eight loads
+/// in flight before the adds); then warp 0 adds the warp sums in warp order. Coalesced 128-byte
+/// reads, a fixed order, no atomics. Launched as a programmatic dependent launch: it waits here
+/// for the row kernel to finish and its partials to be visible.
+template <int SLICES>
+__global__ void __launch_bounds__(SLICES * kWarpSize)
     column_sum_kernel(const float* __restrict__ partials, int64_t groups, int cols, float* __restrict__ dweight) {
-    constexpr int kSlices = kColumnBlock / kWarpSize;
+    constexpr int kSlices = SLICES;
     __shared__ float slice_sums[kSlices][kWarpSize + 1];
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const int col = blockIdx.x * kWarpSize + lane;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
     float sum = 0.0f;
     if (col < cols) {
         int64_t p = warp;
-        for (; p + 3 * kSlices < groups; p += 4 * kSlices) {
-            const float v0 = partials[p * cols + col];
-            const float v1 = partials[(p + kSlices) * cols + col];
-            const float v2 = partials[(p + 2 * kSlices) * cols + col];
-            const float v3 = partials[(p + 3 * kSlices) * cols + col];
-            sum += v0;
-            sum += v1;
-            sum += v2;
-            sum += v3;
+        for (; p + (kColumnLoads - 1) * kSlices < groups; p += kColumnLoads * kSlices) {
+            float v[kColumnLoads];
+#pragma unroll
+            for (int j = 0; j < kColumnLoads; ++j) v[j] = partials[(p + j * kSlices) * cols + col];
+#pragma unroll
+            for (int j = 0; j < kColumnLoads; ++j) sum += v[j];
         }
         for (; p < groups; p += kSlices) sum += partials[p * cols + col];
     }
@@ -718,8 +792,24 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     err = vec == kVec ? launch_rows<T, kVec>(p, a, stream) : launch_rows<T, 1>(p, a, stream);
     if (err != cudaSuccess || partials == nullptr) return err;
-    column_sum_kernel<<<(n + kWarpSize - 1) / kWarpSize, kColumnBlock, 0, stream>>>(partials, p.partial_rows, n, dweight);
-    return cudaGetLastError();
+    /// [column-launch]
+    // Few column blocks (short rows): 32 slices each, so the partials are read by 1024 threads
+    // per 32 columns. Many (long rows): 8 slices, 256 threads, the whole grid in one wave.
+    const int64_t column_blocks = (n + kWarpSize - 1) / kWarpSize;
+    const bool many = column_blocks >= static_cast<int64_t>(kManyColumnBlocksPerSm) * sms;
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = dim3(static_cast<unsigned>(column_blocks));
+    config.blockDim = dim3((many ? 8 : 32) * kWarpSize);
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    const float* sums = partials;
+    if (many) return cudaLaunchKernelEx(&config, column_sum_kernel<8>, sums, p.partial_rows, n, dweight);
+    return cudaLaunchKernelEx(&config, column_sum_kernel<32>, sums, p.partial_rows, n, dweight);
+    /// [column-launch]
 }
 
 }  // namespace workbook::lesson10

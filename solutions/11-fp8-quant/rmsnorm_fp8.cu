@@ -15,11 +15,17 @@
  *  - the byte count of a kernel whose output is half its input (for 16-bit x): 3 bytes per
  *    element, two of them read;
  *  - the vector width of lesson 4, now limited by three alignments: x and weight at
- *    sizeof(T) per element, q at one byte per element.
+ *    sizeof(T) per element, q at one byte per element;
+ *  - counting instructions: bf16 widened with a shift or a mask, e4m3 pairs stored as the
+ *    16-bit words the conversion makes, so a short row's kernel fits in 55 registers, not 72;
+ *  - rows too long for one block's registers split over a cluster of two blocks (sm_90), each
+ *    holding half the row and its half of the weight, the two partial reductions exchanged
+ *    through distributed shared memory (lesson 8).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -39,6 +45,10 @@ constexpr int64_t kFewRows = 256;
 
 /// Minimum resident blocks for __launch_bounds__: 1024-thread blocks get 64 registers each.
 constexpr int min_blocks(int block) { return block >= 1024 ? 1 : 0; }
+/// Blocks per row for rows longer than one block holds (16-bit rows past 32768 columns).
+constexpr int kClusterBlocks = 2;
+/// Threads of each of those blocks: two such blocks share an SM (64 registers each).
+constexpr int kClusterBlock = 512;
 
 /// Everything a kernel needs about one call, passed by value.
 template <typename T>
@@ -71,20 +81,24 @@ struct alignas(VEC) QPack {
     __nv_fp8_storage_t v[VEC];
 };
 
-/// fp32 copies of a pack's elements, 16-bit pairs converted as pairs.
+/// [unpack]
+/// fp32 copies of a pack's elements, 16-bit pairs converted as pairs. A bf16 is the top half of
+/// an fp32, so a 32-bit word holding two of them gives the low one shifted up and the high one
+/// with the low half cleared: one instruction each. (`__bfloat1622float2` compiles to three for
+/// the pair, and the kernel widens every element four times.)
 template <typename T, int VEC>
 __device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
-    if constexpr (std::is_same_v<T, __half> && VEC % 2 == 0) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
+        const unsigned* words = reinterpret_cast<const unsigned*>(&p);
+#pragma unroll
+        for (int j = 0; j < VEC / 2; ++j) {
+            f[2 * j] = __uint_as_float(words[j] << 16);
+            f[2 * j + 1] = __uint_as_float(words[j] & 0xffff0000u);
+        }
+    } else if constexpr (std::is_same_v<T, __half> && VEC % 2 == 0) {
 #pragma unroll
         for (int k = 0; k < VEC; k += 2) {
             const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&p.v[k]));
-            f[k] = t.x;
-            f[k + 1] = t.y;
-        }
-    } else if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
-#pragma unroll
-        for (int k = 0; k < VEC; k += 2) {
-            const float2 t = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&p.v[k]));
             f[k] = t.x;
             f[k + 1] = t.y;
         }
@@ -93,6 +107,7 @@ __device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
         for (int k = 0; k < VEC; ++k) f[k] = to_float(p.v[k]);
     }
 }
+/// [unpack]
 
 /// Keeps the packed row (not fp32 copies of it) alive across the reduction: half the
 /// registers for 16-bit rows. Emits no code.
@@ -111,17 +126,17 @@ __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
 /// VEC values v[k] · factor rounded to e4m3, to nearest even, saturating at ±448: two per
 /// cvt.rn.satfinite.e4m3x2.f32 on sm_89 and newer. Saturation is not optional: the element
 /// that set the amax lands on 448 only up to fp32 rounding, and with a clip every element past
-/// it lies beyond 448; a conversion without it makes NaN of them.
+/// it lies beyond 448; a conversion without it makes NaN of them. The pair is stored as the
+/// 16-bit word the conversion returns (element k in the low byte, as in memory): split into
+/// bytes and packed again, it cost a dozen instructions per 8 elements.
 template <int VEC>
 __device__ __forceinline__ QPack<VEC> quantise(const float (&v)[VEC], float factor) {
     QPack<VEC> out;
     if constexpr (VEC % 2 == 0) {
 #pragma unroll
         for (int k = 0; k < VEC; k += 2) {
-            const __nv_fp8x2_storage_t two = __nv_cvt_float2_to_fp8x2(
+            reinterpret_cast<__nv_fp8x2_storage_t*>(out.v)[k / 2] = __nv_cvt_float2_to_fp8x2(
                 make_float2(v[k] * factor, v[k + 1] * factor), __NV_SATFINITE, __NV_E4M3);
-            out.v[k] = static_cast<__nv_fp8_storage_t>(two & 0xff);
-            out.v[k + 1] = static_cast<__nv_fp8_storage_t>(two >> 8);
         }
     } else {
 #pragma unroll
@@ -278,6 +293,99 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
     }
 }
 
+/// [cluster-rows]
+/**
+ * Rows longer than one block's registers at 512 threads (4097 to 8192 vectors of 16 bytes:
+ * 16-bit rows of 32776 to 65536 columns), on sm_90: a cluster of kClusterBlocks blocks per
+ * row, block `rank` holding vectors [rank·S, (rank+1)·S) of it in registers (S = 512·ITERS),
+ * so two 512-thread blocks share an SM where a 1024-thread block per row had the SM to itself,
+ * with nothing to overlap its barrier and its second pass with.
+ *
+ * The grid is what the device holds at once, each cluster walking rows (one cluster launched
+ * per row measured 8% slower than the 1024-thread block), so each block stages its half of the
+ * weight in shared memory once instead of reading it from L2 twice per row. The two halves'
+ * (Σx², max|x·w|) meet in distributed shared memory: each block's in its own slot, one cluster
+ * barrier, then every thread reads both slots in rank order, the same bits in both blocks. The
+ * slots alternate between rows, so the one barrier is enough: a block writes a slot again two
+ * rows later, past a barrier its peer reaches only after reading it.
+ */
+template <typename T, int VEC, int ITERS>
+__global__ void __launch_bounds__(kClusterBlock, 2) fp8_cluster_rows_kernel(Args<T> a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    using P = Pack<T, VEC>;
+    constexpr int kSlice = kClusterBlock * ITERS;
+    __shared__ Slots<kClusterBlock> slots;
+    __shared__ float2 block_totals[2];
+    extern __shared__ uint4 weight_raw[];  // this block's kSlice weight vectors
+    P* weight = reinterpret_cast<P*>(weight_raw);
+    cg::cluster_group cluster = cg::this_cluster();
+    const int nvec = a.cols / VEC;
+    const int first = static_cast<int>(cluster.block_rank()) * kSlice;  // this block's first vector
+    const int lane = threadIdx.x % kWarpSize;
+    for (int j = threadIdx.x; j < kSlice && first + j < nvec; j += kClusterBlock)
+        weight[j] = reinterpret_cast<const P*>(a.weight)[first + j];
+    __syncthreads();
+
+    int bank = 0;
+    const int64_t clusters = gridDim.x / kClusterBlocks;
+    for (int64_t row = blockIdx.x / kClusterBlocks; row < a.rows; row += clusters) {
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + row * a.x_row_stride) + first;
+        P xv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int j = threadIdx.x + i * kClusterBlock;
+            if (first + j < nvec) xv[i] = xr[j];
+        }
+        float sumsq = 0.0f, max_xw = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int j = threadIdx.x + i * kClusterBlock;
+            if (first + j < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                unpack(weight[j], g);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    sumsq = fmaf(f[k], f[k], sumsq);
+                    max_xw = fmaxf(max_xw, fabsf(f[k] * g[k]));
+                }
+            }
+            keep_packed(xv[i]);
+        }
+        block_reduce<kClusterBlock>(sumsq, max_xw, slots, bank);
+        if (threadIdx.x == 0) block_totals[bank] = make_float2(sumsq, max_xw);
+        cluster.sync();
+        // Lane r reads block r's slot; lanes 0 and 1 add the same two values.
+        float2 t = lane < kClusterBlocks ? *cluster.map_shared_rank(&block_totals[bank], lane) : make_float2(0.0f, 0.0f);
+        group_reduce<kClusterBlocks>(t.x, t.y);
+        sumsq = __shfl_sync(0xffffffffu, t.x, 0);
+        max_xw = __shfl_sync(0xffffffffu, t.y, 0);
+        bank ^= 1;
+
+        float factor;
+        const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
+        if (first == 0 && threadIdx.x == 0) a.scale[row] = s;
+        QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(a.q + row * a.q_row_stride) + first;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int j = threadIdx.x + i * kClusterBlock;
+            if (first + j < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                unpack(weight[j], g);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) f[k] *= g[k];
+                qr[j] = quantise<VEC>(f, factor);
+            }
+        }
+    }
+    // No block may leave while its peer can still read its slots.
+    cluster.sync();
+#endif
+}
+/// [cluster-rows]
+
 /// [stream-twice]
 /// Rows too long for registers (fp32 rows past 32768 columns, 16-bit rows at a narrow width):
 /// one block per row, the sums streamed in a first read, the row read again (mostly from L2,
@@ -345,6 +453,48 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// [cluster-launch]
+/// The cluster kernel on as many clusters as the device holds at once (at most one per row).
+template <typename T, int VEC, int ITERS>
+cudaError_t launch_cluster_rows(const Args<T>& a, cudaStream_t stream) {
+    auto kernel = fp8_cluster_rows_kernel<T, VEC, ITERS>;
+    const size_t smem = static_cast<size_t>(kClusterBlock) * ITERS * sizeof(Pack<T, VEC>);
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = kClusterBlocks;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.gridDim = dim3(kClusterBlocks);
+    config.blockDim = dim3(kClusterBlock);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+    if (err != cudaSuccess) return err;
+    const int64_t limit = kMaxGrid / kClusterBlocks;
+    int64_t grid = a.rows < clusters ? a.rows : (clusters > 0 ? clusters : 1);
+    if (grid > limit) grid = limit;
+    config.gridDim = dim3(static_cast<unsigned>(grid * kClusterBlocks));
+    return cudaLaunchKernelEx(&config, kernel, a);
+}
+/// [cluster-launch]
+
+/// True when the current device has thread-block clusters (sm_90 and newer).
+inline bool has_clusters() {
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return major >= 9;
+}
+
 /// [launch-shape]
 /// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors, as in
 /// lesson 4: a few lanes per row and many rows per block for short rows, a warp in the middle,
@@ -374,6 +524,12 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     if (nvec <= 128 * kI) return launch_rows<T, VEC, 128, kI>(a, stream);
     if (nvec <= 256 * kI) return launch_rows<T, VEC, 256, kI>(a, stream);
     if (nvec <= 512 * kI) return launch_rows<T, VEC, 512, kI>(a, stream);
+    // Past what 512 threads hold: half a row per block, two blocks per row (sm_90), else the
+    // whole row in one 1024-thread block.
+    if constexpr (VEC * sizeof(T) == 16) {
+        if (nvec <= kClusterBlocks * kClusterBlock * kI && has_clusters())
+            return launch_cluster_rows<T, VEC, kI>(a, stream);
+    }
     if (nvec <= 1024 * kI) return launch_rows<T, VEC, 1024, kI>(a, stream);
     if constexpr (kMaxCols / VEC > 1024 * kI) {
         fp8_stream_kernel<T, VEC, 1024><<<grid_for(a.rows), 1024, 0, stream>>>(a);

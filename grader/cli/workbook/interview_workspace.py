@@ -69,7 +69,8 @@ def stage_file(number, lesson, previous_code):
 
 def prompt(lesson, minutes):
     """The interviewer's opening: the lesson's first paragraph, the contract, and the rules of the clock."""
-    what = _section(lesson, "What you build")
+    # Code blocks go first: a blank line inside one would otherwise make its second half a "paragraph".
+    what = re.sub(r"```.*?```", "", _section(lesson, "What you build"), flags=re.S)
     prose = [p for p in re.split(r"\n\s*\n", what)
              if not p.lstrip().startswith(("```", "make ", "./grade", "    ")) and "exercises/" not in p
              and not p.rstrip().endswith(":")]

@@ -33,6 +33,12 @@ std::string where_now();
 void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc,
                   bool atomic = false);
 
+/// Called by the hooks on a volatile access: never a race, and a read lets the other threads run.
+void volatile_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc);
+
+/// Lets the other threads of the running unit go first (a spin on a volatile flag, __nanosleep).
+void yield_thread();
+
 /// Called by the compiler's alignment check on a load (kind 0), store (1) or copy (2) of a whole
 /// value of a type that needs `alignment` bytes (a vector or an alignas struct): a misaligned
 /// address, as on the GPU.

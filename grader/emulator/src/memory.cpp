@@ -233,6 +233,14 @@ void check_access(const void* addr, std::size_t bytes, bool write, bool aligned_
     check_inline(addr, bytes, write, aligned_access, pc, atomic);
 }
 
+/// A volatile access: checked for bounds and alignment like any other, never a race (the GPU makes
+/// it a relaxed access other threads see), and a volatile read lets the other threads run first,
+/// so a loop that waits for another thread's volatile write reaches it instead of spinning forever.
+void volatile_access(const void* addr, std::size_t bytes, bool write, bool aligned_access, const void* pc) {
+    check_inline(addr, bytes, write, aligned_access, pc, true);
+    if (!write && tls_unit) yield_thread();
+}
+
 // ---- source lines ------------------------------------------------------------------------
 
 std::string source_line(const void* pc) {
@@ -281,10 +289,10 @@ std::string source_line(const void* pc) {
     extern "C" void __tsan_write##n(void* p) { emu::check_inline(p, n, true, true, EMU_RA, false); }                    \
     extern "C" void __tsan_unaligned_read##n(void* p) { emu::check_inline(p, n, false, false, EMU_RA, false); }         \
     extern "C" void __tsan_unaligned_write##n(void* p) { emu::check_inline(p, n, true, false, EMU_RA, false); }         \
-    extern "C" void __tsan_volatile_read##n(void* p) { emu::check_inline(p, n, false, true, EMU_RA, false); }           \
-    extern "C" void __tsan_volatile_write##n(void* p) { emu::check_inline(p, n, true, true, EMU_RA, false); }           \
-    extern "C" void __tsan_unaligned_volatile_read##n(void* p) { emu::check_inline(p, n, false, false, EMU_RA, false); } \
-    extern "C" void __tsan_unaligned_volatile_write##n(void* p) { emu::check_inline(p, n, true, false, EMU_RA, false); }
+    extern "C" void __tsan_volatile_read##n(void* p) { emu::volatile_access(p, n, false, true, EMU_RA); }             \
+    extern "C" void __tsan_volatile_write##n(void* p) { emu::volatile_access(p, n, true, true, EMU_RA); }             \
+    extern "C" void __tsan_unaligned_volatile_read##n(void* p) { emu::volatile_access(p, n, false, false, EMU_RA); }  \
+    extern "C" void __tsan_unaligned_volatile_write##n(void* p) { emu::volatile_access(p, n, true, false, EMU_RA); }
 EMU_HOOK(1)
 EMU_HOOK(2)
 EMU_HOOK(4)

@@ -106,6 +106,34 @@ TEST_F(Emulator, TheSplitClusterBarrierOrdersWritesBeforeArriveAndReadsAfterWait
     for (int g = 0; g < 4 * 32; ++g) EXPECT_EQ(o[g], ((g / 32 + 1) % 4) * 3) << g;
 }
 
+/// Each block posts rank + 1 into its peer's mailbox with a volatile store and spins on its own
+/// mailbox with volatile reads, no barrier between: the spin must end (the emulator lets the peer run)
+/// and nothing is reported as a race (volatile accesses are relaxed on the GPU).
+__global__ void volatile_mailbox_kernel(int* out) {
+    __shared__ unsigned long long mailbox;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) mailbox = 0;
+    cluster.sync();  // every mailbox is empty before any block posts
+    if (threadIdx.x == 0) {
+        volatile unsigned long long* peer = cluster.map_shared_rank(&mailbox, cluster.block_rank() ^ 1u);
+        *peer = (1ull << 32) | (cluster.block_rank() + 1);
+        const volatile unsigned long long* mine = &mailbox;
+        unsigned long long message = *mine;
+        while ((message >> 32) != 1) message = *mine;
+        out[blockIdx.x] = static_cast<int>(message & 0xffffffffu);
+    }
+    cluster.sync();  // no block leaves while its peer may still post
+}
+
+TEST_F(Emulator, AVolatileSpinOnAPeersMessageEndsAndIsNoRace) {
+    Buffer<int> out(4);
+    ASSERT_EQ(launch_clusters(4, 2, 64, volatile_mailbox_kernel, out.d), cudaSuccess);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaSuccess) << explain(e);
+    const auto o = out.get();
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(o[b], static_cast<int>((b % 2 ^ 1) + 1)) << b;  // the peer's rank + 1
+}
+
 constexpr int kPublishLine = __LINE__ + 5;
 constexpr int kPeerReadLine = __LINE__ + 6;
 __global__ void block_barrier_only_kernel(int* out) {
