@@ -196,3 +196,39 @@ class NcuTorchTests(unittest.TestCase):
         with self.assertRaises(SystemExit) as err:
             self.ncu.windows(k[:3], 4)
         self.assertIn("expected 4 profiled calls", str(err.exception))
+
+
+class EmulatorCheckReuseTests(unittest.TestCase):
+    """scripts/emulator-check --reuse: the agreement table from kept reports, nothing graded."""
+
+    def write_reports(self, emu_dir, gpu_dir, gpu_stub_verdict="fail-correctness"):
+        def put(path, verdict, reason=""):
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"verdict": verdict, "reason": reason, "cases": []}, f)
+        put(os.path.join(emu_dir, "lesson2-solution.emu.json"), "pass")
+        put(os.path.join(emu_dir, "lesson2-stub.emu.json"), "fail-correctness")
+        put(os.path.join(gpu_dir, "solution2.json"), "pass")
+        put(os.path.join(gpu_dir, "stub2.json"), gpu_stub_verdict)
+        for bad in catalogue():
+            if bad.lesson == 2:
+                put(os.path.join(emu_dir, f"lesson2-{bad.name}.emu.json"), bad.verdict, bad.needle)
+                put(os.path.join(gpu_dir, f"bad-2-{bad.name}.json"), bad.verdict, bad.needle)
+
+    def test_agreement_and_a_disagreement_from_kept_reports(self):
+        with tempfile.TemporaryDirectory() as emu, tempfile.TemporaryDirectory() as gpu, \
+                tempfile.TemporaryDirectory() as out:
+            self.write_reports(emu, gpu)
+            code, text = script("emulator-check", "--lessons", "2", "--reuse", emu, "--gpu-reports", gpu, "--out", out)
+            self.assertEqual(code, 0, text)
+            self.assertIn("0 where the GPU disagrees unexpectedly", text)
+            self.assertIn("(reused)", text)
+            self.write_reports(emu, gpu, gpu_stub_verdict="pass")
+            code, text = script("emulator-check", "--lessons", "2", "--reuse", emu, "--gpu-reports", gpu, "--out", out)
+            self.assertEqual(code, 1, text)
+            self.assertIn("| lesson2 | stub | fail-correctness | fail-correctness | pass | NO |", text)
+
+    def test_a_missing_report_is_an_unexpected_verdict(self):
+        with tempfile.TemporaryDirectory() as emu, tempfile.TemporaryDirectory() as out:
+            code, text = script("emulator-check", "--lessons", "2", "--reuse", emu, "--out", out)
+            self.assertEqual(code, 1, text)
+            self.assertIn("got missing", text)
