@@ -402,7 +402,6 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         bank ^= 1;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (CLUSTER) {
-            /// [mailbox]
             // This row's bank is bank ^ 1 (bank already names the next row's). Thread r sends
             // this block's sum to block r: one 8-byte store of (row, sum) into slot [rank] of
             // r's shared memory. Then lane r of every warp waits until its own slot [r] holds
@@ -426,7 +425,6 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
                 part = __uint_as_float(static_cast<unsigned>(message));
             }
             dot = warp_sum(part);
-            /// [mailbox]
         }
 #endif
         /// [row-sum]
