@@ -11,6 +11,7 @@
 
 #include "device_stats.h"
 #include "gpu_checks.h"
+#include "check_grid.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
 #include "workbook/tolerance.h"
@@ -18,12 +19,8 @@
 namespace workbook {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-    const int64_t blocks = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
+constexpr int kThreads = kCheckThreads;
+constexpr auto grid_for = check_grid_for;
 
 template <typename F>
 void with_type(DType dtype, F&& f) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "check_grid.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
 #include "workbook/tolerance.h"
@@ -14,12 +15,8 @@
 namespace workbook {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-    const int64_t blocks = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
+constexpr int kThreads = kCheckThreads;
+constexpr auto grid_for = check_grid_for;
 
 /// Counters of one check; `first_*` start at their maximum.
 struct Fp8Stats {

@@ -7,19 +7,15 @@
 #include <vector>
 
 #include "device_stats.h"
+#include "check_grid.h"
 #include "launch_guard.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
 namespace {
 
-constexpr int kThreads = 256;
-
-/// A grid that covers n items with a grid-stride loop and never exceeds the x limit.
-unsigned grid_for(int64_t n) {
-    const int64_t blocks = (n + kThreads - 1) / kThreads;
-    return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
-}
+constexpr int kThreads = kCheckThreads;
+constexpr auto grid_for = check_grid_for;
 
 /// Calls f with a value of the C++ type that `dtype` names.
 template <typename F>
