@@ -199,35 +199,40 @@ std::vector<BackCase> backward_cases() {
     };
 }
 
-/// The same case graded from outside (remote grading): the call runs in another process, so a stream
-/// capture here would see none of its work. The outputs are marked before the call instead, and
-/// nothing may have written them. (The in-process grading before it counted the enqueued nodes.)
-CaseOutcome remote_workspace_too_small(const Entry& e, const std::vector<void*>& d, size_t asked, int64_t rows,
-                                       int64_t cols, const DeviceTensor& dx, const DeviceTensor& dw,
-                                       cudaStream_t stream) {
-    for (const DeviceTensor* t : {&dx, &dw}) WB_CUDA_CHECK(cudaMemsetAsync(t->base(), kMarkerByte, t->total_bytes(), stream));
-    const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
-    cudaGetLastError();
-    WB_CUDA_CHECK(cudaDeviceSynchronize());
-    size_t written = 0;
-    for (const DeviceTensor* t : {&dx, &dw}) {
-        std::vector<unsigned char> bytes(t->total_bytes());
-        WB_CUDA_CHECK(cudaMemcpy(bytes.data(), t->base(), bytes.size(), cudaMemcpyDeviceToHost));
-        for (unsigned char b : bytes) written += b != kMarkerByte;
+/// Calls with a workspace one byte short; `enqueued` says what the call left behind ("" if nothing).
+/// In process a stream capture counts the operations it enqueued. Graded from outside (remote grading)
+/// the call runs in another process, which a capture here would not see: dx and dweight are marked
+/// before the call instead, and must still be marked after it.
+cudaError_t call_one_byte_short(const Entry& e, const std::vector<void*>& d, size_t asked, int64_t rows, int64_t cols,
+                                const DeviceTensor& dx, const DeviceTensor& dw, cudaStream_t stream,
+                                std::string& enqueued) {
+    if (remote_grading()) {
+        for (const DeviceTensor* t : {&dx, &dw})
+            WB_CUDA_CHECK(cudaMemsetAsync(t->base(), kMarkerByte, t->total_bytes(), stream));
+        const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
+        cudaGetLastError();
+        WB_CUDA_CHECK(cudaDeviceSynchronize());
+        size_t written = 0;
+        for (const DeviceTensor* t : {&dx, &dw}) {
+            std::vector<unsigned char> bytes(t->total_bytes());
+            WB_CUDA_CHECK(cudaMemcpy(bytes.data(), t->base(), bytes.size(), cudaMemcpyDeviceToHost));
+            for (unsigned char b : bytes) written += b != kMarkerByte;
+        }
+        if (written) enqueued = "work that wrote " + std::to_string(written) + " byte(s) of dx and dweight";
+        return got;
     }
-    const std::string setting = "with workspace_bytes = " + std::to_string(asked - 1) + ", one below the " +
-                                std::to_string(asked) + " bytes rmsnorm_backward_workspace_bytes(300, 4096) asked for";
-    if (got != cudaErrorInvalidValue)
-        return CaseOutcome::fail(std::string("rmsnorm_backward returned ") + cudaGetErrorName(got) + " " + setting +
-                                     "; a workspace that is too small must return cudaErrorInvalidValue and enqueue "
-                                     "nothing",
-                                 FailureCause::launch);
-    if (written != 0)
-        return CaseOutcome::fail("rmsnorm_backward returned cudaErrorInvalidValue " + setting + " but " +
-                                     std::to_string(written) + " byte(s) of dx and dweight were written; it must "
-                                     "enqueue nothing",
-                                 FailureCause::launch);
-    return CaseOutcome::pass();
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    size_t nodes = 0;
+    if (ended == cudaSuccess && graph) cudaGraphGetNodes(graph, nullptr, &nodes);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    if (ended != cudaSuccess) enqueued = "work that broke the stream capture";
+    else if (nodes != 0) enqueued = std::to_string(nodes) + " operation(s)";
+    return got;
 }
 
 /// A workspace one byte short of what the query asked for: cudaErrorInvalidValue, nothing enqueued.
@@ -249,17 +254,8 @@ Case workspace_too_small_case(const Entry& e) {
             dx(DType::f16, act), dw(DType::f32, vec),
             ws(DType::f32, Layout::rows_of(1, static_cast<int64_t>((asked + 3) / 4), static_cast<int64_t>((asked + 3) / 4)));
         const std::vector<void*> d = {dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), ws.data()};
-        cudaStream_t stream = grader_stream();
-        if (remote_grading()) return remote_workspace_too_small(e, d, asked, rows, cols, dx, dw, stream);
-        WB_CUDA_CHECK(cudaStreamSynchronize(stream));
-        WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-        const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
-        cudaGraph_t graph = nullptr;
-        const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-        size_t nodes = 0;
-        if (ended == cudaSuccess && graph) cudaGraphGetNodes(graph, nullptr, &nodes);
-        if (graph) cudaGraphDestroy(graph);
-        cudaGetLastError();
+        std::string enqueued;
+        const cudaError_t got = call_one_byte_short(e, d, asked, rows, cols, dx, dw, grader_stream(), enqueued);
         const std::string setting = "with workspace_bytes = " + std::to_string(asked - 1) + ", one below the " +
                                     std::to_string(asked) + " bytes rmsnorm_backward_workspace_bytes(300, 4096) asked for";
         if (got != cudaErrorInvalidValue)
@@ -267,11 +263,9 @@ Case workspace_too_small_case(const Entry& e) {
                                          "; a workspace that is too small must return cudaErrorInvalidValue and enqueue "
                                          "nothing",
                                      FailureCause::launch);
-        if (ended != cudaSuccess || nodes != 0)
+        if (!enqueued.empty())
             return CaseOutcome::fail("rmsnorm_backward returned cudaErrorInvalidValue " + setting + " but enqueued " +
-                                         (ended != cudaSuccess ? std::string("work that broke the stream capture")
-                                                               : std::to_string(nodes) + " operation(s)") +
-                                         "; it must enqueue nothing",
+                                         enqueued + "; it must enqueue nothing",
                                      FailureCause::launch);
         return CaseOutcome::pass();
     };
