@@ -13,9 +13,8 @@ import subprocess
 import tempfile
 import threading
 
-from .sandbox import clean_environment
+from .sandbox import REPORT_CAP, clean_environment, read_capped
 
-_REPORT_CAP = 4 * 1024 * 1024
 
 
 class RemoteRun:
@@ -31,16 +30,7 @@ class RemoteRun:
 
 
 def _read_all(fd, run):
-    parts, size = [], 0
-    with os.fdopen(fd, "rb") as f:
-        while True:
-            chunk = f.read(65536)
-            if not chunk:
-                break
-            if size < _REPORT_CAP:
-                parts.append(chunk[:_REPORT_CAP - size])
-            size += len(chunk)
-    run.report = b"".join(parts)
+    run.report, _ = read_capped(fd, REPORT_CAP)
 
 
 def grade_remotely(sandbox, work, library_inside, grader, lesson, name, reference, limits, device, samples):

@@ -146,6 +146,25 @@ def _gpu_nodes():
     return nodes + sorted(f"/dev/{p}" for p in os.listdir("/dev") if p.startswith("nvidia") and p[6:].isdigit())
 
 
+REPORT_CAP = 4 * 1024 * 1024  # the most of a report a grading keeps
+
+
+def read_capped(fd, cap):
+    """Everything written to `fd` until its writer closes it, kept up to `cap` bytes (the rest is read
+    and dropped, so the writer never blocks): (the bytes kept, whether any were dropped)."""
+    parts, size, dropped = [], 0, False
+    with os.fdopen(fd, "rb") as f:
+        while True:
+            chunk = f.read(65536)
+            if not chunk:
+                break
+            if size < cap:
+                parts.append(chunk[:cap - size])
+            dropped = dropped or size + len(chunk) > cap
+            size += len(chunk)
+    return b"".join(parts), dropped
+
+
 def clean_environment():
     """The environment a submission gets: enough to run the tools, none of the board's own paths."""
     keep = ("PATH", "LANG", "LC_ALL", "TERM", "CUDA_HOME", "LD_LIBRARY_PATH")
@@ -415,16 +434,4 @@ class Sandbox:
 
     @staticmethod
     def _pump_report(fd, outcome):
-        cap = 4 * 1024 * 1024
-        parts, size = [], 0
-        with os.fdopen(fd, "rb") as f:
-            while True:
-                chunk = f.read(65536)
-                if not chunk:
-                    break
-                if size < cap:
-                    parts.append(chunk[:cap - size])
-                else:
-                    outcome.report_overflow = True
-                size += len(chunk)
-        outcome.report = b"".join(parts)
+        outcome.report, outcome.report_overflow = read_capped(fd, REPORT_CAP)
