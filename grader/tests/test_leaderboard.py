@@ -12,7 +12,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
 from workbook import leaderboard  # noqa: E402
-from workbook.board import exports, ranking  # noqa: E402
+from workbook.board import exports, gpu_guard, ranking  # noqa: E402
 from workbook.board.grading import classify  # noqa: E402
 from workbook.board.result_store import ResultStore  # noqa: E402
 import hostile_class  # noqa: E402
@@ -105,6 +105,35 @@ class RankingTests(unittest.TestCase):
             for path in exports.export(ranked, lesson, meta, tmp):
                 with open(path, encoding="utf-8") as f:
                     self.assertIn("NO SANDBOX: bubblewrap is not installed", f.read(), path)
+
+
+class GpuGuardTests(unittest.TestCase):
+    @staticmethod
+    def _listing(answers):
+        calls = []
+
+        def query(device):
+            calls.append(device)
+            return answers[min(len(calls), len(answers)) - 1]
+        return query, calls
+
+    def test_a_process_that_leaves_while_its_context_is_torn_down_is_not_foreign(self):
+        query, calls = self._listing([(["pid 7 ([Not Found], 554 MiB)"], None)] * 3 + [([], None)])
+        found, note = gpu_guard.settled_foreign_processes(0, wait=5, poll=0.01, query=query)
+        self.assertEqual((found, note), ([], None))
+        self.assertEqual(len(calls), 4)
+
+    def test_a_process_that_stays_is_foreign(self):
+        query, calls = self._listing([(["pid 9 (python3, 2048 MiB)"], None)])
+        found, _ = gpu_guard.settled_foreign_processes(0, wait=0.05, poll=0.01, query=query)
+        self.assertEqual(found, ["pid 9 (python3, 2048 MiB)"])
+        self.assertGreater(len(calls), 1)
+
+    def test_an_unanswered_question_is_not_retried(self):
+        query, calls = self._listing([([], "nvidia-smi could not list the GPU's processes: x")])
+        self.assertEqual(gpu_guard.settled_foreign_processes(0, wait=5, poll=0.01, query=query)[1],
+                         "nvidia-smi could not list the GPU's processes: x")
+        self.assertEqual(len(calls), 1)
 
 
 class ResultStoreTests(unittest.TestCase):

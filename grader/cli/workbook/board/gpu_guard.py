@@ -1,5 +1,6 @@
 """Is anything else using the GPU? A timing taken next to another process is not a clean one."""
 import subprocess
+import time
 
 
 def gpu_identity(device=None):
@@ -35,3 +36,17 @@ def foreign_processes(device=None):
         if len(parts) >= 3 and parts[0].isdigit():
             found.append(f"pid {parts[0]} ({parts[1]}, {parts[2]} MiB)")
     return found, None
+
+
+def settled_foreign_processes(device=None, wait=15.0, poll=0.5, query=None):
+    """foreign_processes once the GPU has settled: a grading's processes that the sandbox has
+    just killed stay on nvidia-smi's list while the driver tears their contexts down (seconds
+    under gVisor), and they are not another user. Only a process still listed after `wait`
+    seconds counts."""
+    query = query or foreign_processes
+    deadline = time.monotonic() + wait
+    found, note = query(device)
+    while found and note is None and time.monotonic() < deadline:
+        time.sleep(poll)
+        found, note = query(device)
+    return found, note

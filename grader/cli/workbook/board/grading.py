@@ -19,7 +19,7 @@ import signal
 
 from .. import exitcodes
 from ..build import compile_command, config, library
-from .gpu_guard import foreign_processes, gpu_identity
+from .gpu_guard import gpu_identity, settled_foreign_processes
 from .remote import grade_remotely
 from .ranking import summarise
 from ..stub import shipped_stub
@@ -194,7 +194,7 @@ class Submission:
             result.update(first)
             return self._finish(ident, result)
         # Its own process said pass. Grade it again from outside, where nothing of it can reach the verdict.
-        foreign, note = foreign_processes(device) if lesson.needs_gpu else ([], None)
+        foreign, note = settled_foreign_processes(device) if lesson.needs_gpu else ([], None)
         result["gpu_check"] = note or "checked"
         if foreign:
             result.update({"clean": False, "foreign_gpu": foreign})
