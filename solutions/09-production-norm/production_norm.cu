@@ -873,7 +873,8 @@ Launcher rows_launcher(bool heavy) {
 
 /// [launch-plan]
 /// The plan for `rows` rows of `nvec` vectors. Each thread holds K vectors (8 of x, or 4 of x
-/// and 4 of the residual: 32 registers of row either way), G threads per row, the fewest
+/// and 4 of the residual: 32 registers of row either way; twice as many narrower than 16
+/// bytes), G threads per row, the fewest
 /// (a power of two) that hold it. Past 4096 16-byte vectors the row goes to a cluster's
 /// shared memory, unless it is not `heavy` (RMSNorm, no bias) and a 1024-thread block holds
 /// it: with one parameter load a vector that block keeps up (the slice kernel measured 1-3%
@@ -882,7 +883,9 @@ Launcher rows_launcher(bool heavy) {
 /// vectors.
 template <typename T, int VEC, bool RES>
 Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer) {
-    constexpr int K = RES ? 4 : 8;
+    // Accesses narrower than 16 bytes (columns or pointers that rule out 16-byte vectors)
+    // carry so little that a thread needs twice as many in flight, as in lesson 4.
+    constexpr int K = (RES ? 4 : 8) * (VEC * sizeof(T) == 16 ? 1 : 2);
     if constexpr (VEC * sizeof(T) == 16) {
         if (rows <= kFewRows && nvec > 64) {
             if (nvec <= 128) return &launch_rows<T, VEC, RES, 128, 1>;
@@ -921,8 +924,16 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer) {
     // waves: LayerNorm rows past 512 vectors keep 8 vectors a thread when there are more than
     // 8192 of them.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2 && !RES) {
-        if (heavy && nvec > 256 && nvec <= 1024 && !(layer && nvec > 512 && rows > 8192))
-            return nvec <= 512 ? &launch_wide<T, VEC, RES, 256> : &launch_wide<T, VEC, RES, 512>;
+        if (heavy && nvec > 256 && nvec <= 1024 && !(layer && nvec > 512 && rows > 8192)) {
+            // As many threads as the row has pairs of vectors, in whole warps (the block
+            // reduction takes any number of them): 5120, 6144 and 7168 columns leave no
+            // thread idle.
+            if (nvec <= 512) return &launch_wide<T, VEC, RES, 256>;
+            if (nvec <= 640) return &launch_wide<T, VEC, RES, 320>;
+            if (nvec <= 768) return &launch_wide<T, VEC, RES, 384>;
+            if (nvec <= 896) return &launch_wide<T, VEC, RES, 448>;
+            return &launch_wide<T, VEC, RES, 512>;
+        }
     }
     // 16-bit rows of 17 to 64 vectors (129 to 512 columns) without a residual: fewer vectors a
     // thread, more threads a row (2 a thread without a bias, 4 with one or LayerNorm). Measured
