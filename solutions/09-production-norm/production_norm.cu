@@ -73,6 +73,11 @@ __device__ __forceinline__ int64_t row_offset(int64_t row, int64_t heads, int64_
     return heads == 1 ? row * s0 : (row / heads) * s0 + (row % heads) * s1;
 }
 
+/// Index of a row's rstd: rstd has the activations' outer dimensions, its last one dense.
+__device__ __forceinline__ int64_t rstd_index(int64_t row, int64_t heads, int64_t s0) {
+    return heads == 1 ? row : (row / heads) * s0 + row % heads;
+}
+
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -395,7 +400,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
 
         if constexpr (STAGE) __syncthreads();
         if (active) {
-            if (a.rstd && lane == 0) a.rstd[a.heads == 1 ? r : (r / a.heads) * a.rstd_s0 + r % a.heads] = rstd;
+            if (a.rstd && lane == 0) a.rstd[rstd_index(r, a.heads, a.rstd_s0)] = rstd;
             P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(r, a.heads, a.y_s0, a.y_s1));
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
@@ -515,7 +520,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_stream_kernel(P
         const float mean = a.layer ? total.mean : 0.0f;
         const float rstd = rsqrtf(total.m2 * inv_cols + a.eps);
         if (a.rstd && threadIdx.x == 0)
-            a.rstd[a.heads == 1 ? row : (row / a.heads) * a.rstd_s0 + row % a.heads] = rstd;
+            a.rstd[rstd_index(row, a.heads, a.rstd_s0)] = rstd;
         P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1));
         P* ror = RES && a.residual_out ? reinterpret_cast<P*>(static_cast<T*>(a.residual_out) +
                                                                row_offset(row, a.heads, a.ro_s0, a.ro_s1))
@@ -684,7 +689,7 @@ __global__ void __launch_bounds__(kSliceBlock, kSliceBlocksPerSm) norm_slice_ker
         // the end, measured 3% slower with a bias on an H100).
         cluster.barrier_arrive();
         if (a.rstd && rank == 0 && threadIdx.x == 0)
-            a.rstd[a.heads == 1 ? row : (row / a.heads) * a.rstd_s0 + row % a.heads] = rstd;
+            a.rstd[rstd_index(row, a.heads, a.rstd_s0)] = rstd;
 
         // The only write of y, from shared memory.
         P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1)) + begin;
@@ -805,8 +810,7 @@ cudaError_t launch_wide(const Params& a, cudaStream_t stream) {
 template <typename T, int VEC, bool RES, int G>
 cudaError_t launch_plain(const Params& a, cudaStream_t stream) {
     constexpr int kResidentThreads = RES ? 1536 : 2048;
-    constexpr int kMinBlocks = kResidentThreads / G > 0 ? kResidentThreads / G : 1;
-    norm_rows_kernel<T, VEC, RES, G, 2, G, false, kMinBlocks, true><<<grid_for(a.rows), G, 0, stream>>>(a);
+    norm_rows_kernel<T, VEC, RES, G, 2, G, false, kResidentThreads / G, true><<<grid_for(a.rows), G, 0, stream>>>(a);
     return cudaGetLastError();
 }
 /// [plain-rows]
