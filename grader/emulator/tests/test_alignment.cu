@@ -118,4 +118,49 @@ TEST_F(Emulator, AMisalignedCacheHintedVectorLoadIsAMisalignedAddress) {
         << cudaGetErrorString(e);
 }
 
+// ---- inline PTX loads with an L2 eviction policy ----------------------------------------------
+
+/// 16 bytes from `p` under an L2 evict-last policy, written as a kernel would on the GPU.
+__device__ uint4 load_evict_last(const void* p) {
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    uint4 v;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+    return v;
+}
+
+__global__ void policy_load_kernel(const unsigned* x, unsigned* y, int offset) {
+    const uint4 v = load_evict_last(x + offset);
+    unsigned policy_first;
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(policy_first) : "l"(x + 7), "l"(policy));
+    y[0] = v.x;
+    y[1] = v.y;
+    y[2] = v.z;
+    y[3] = v.w;
+    y[4] = policy_first;
+}
+
+TEST_F(Emulator, LoadsWithAnL2PolicyMoveTheValues) {
+    Buffer<unsigned> x(16), y(5);
+    std::vector<unsigned> h(16);
+    for (int i = 0; i < 16; ++i) h[i] = 100u + i;
+    x.set(h);
+    policy_load_kernel<<<1, 1>>>(x.d, y.d, 4);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(y.get(), (std::vector<unsigned>{104u, 105u, 106u, 107u, 107u}));
+}
+
+TEST_F(Emulator, AMisalignedLoadWithAnL2PolicyIsAMisalignedAddress) {
+    Buffer<unsigned> x(16), y(5);
+    policy_load_kernel<<<1, 1>>>(x.d, y.d, 2);  // 8 bytes past a 16-byte boundary
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("not a multiple of 16"), std::string::npos)
+        << cudaGetErrorString(e);
+}
+
 }  // namespace

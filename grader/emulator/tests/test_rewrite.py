@@ -52,6 +52,25 @@ class RewriteTest(unittest.TestCase):
         self.assertIn("static_assert", out)
         self.assertIn("bar.sync 1;", out)
 
+    def test_an_l2_policy_and_a_load_that_carries_it(self):
+        src = ('asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));\n'
+               'asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"\n'
+               '             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p + i), "l"(pol));')
+        out = emu_rewrite.rewrite(src)
+        self.assertEqual(out.count("\n"), src.count("\n"))
+        self.assertEqual(out.splitlines()[0], "(pol) = 0ull;")
+        self.assertEqual(out.splitlines()[1], "::emu::cache_hinted_load(p + i, v.x, v.y, v.z, v.w)")
+
+    def test_ptx_with_a_double_colon_is_not_taken_for_a_register_pin(self):
+        # "::" inside the template once ended it early, and the statement vanished silently.
+        out = emu_rewrite.rewrite('asm volatile("ld.global.L1::no_allocate.u32 %0, [%1];" : "=r"(a) : "l"(q));')
+        self.assertIn("static_assert", out)
+        self.assertIn("L1::no_allocate", out)
+
+    def test_a_policy_load_of_the_wrong_width_is_refused(self):
+        with self.assertRaises(emu_rewrite.RewriteError):
+            emu_rewrite.rewrite('asm("ld.global.L2::cache_hint.v4.u32 {%0,%1}, [%2], %3;" : "=r"(a), "=r"(b) : "l"(p), "l"(q));')
+
     def test_cuda_arch_is_the_device_passes_inside_device_code_only(self):
         src = ("__global__ void k(int* p) {\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n  p[0] = 1;\n#endif\n}\n"
                "__device__ int f() { return __CUDA_ARCH__; }\n"

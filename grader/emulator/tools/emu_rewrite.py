@@ -14,6 +14,10 @@ learner's own lines:
   asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
   asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
   asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p))
+                                                      -> (p) = 0ull  (an opaque cache policy)
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;" : "=r"(a), ... : "l"(ptr), "l"(p))
+      -> ::emu::cache_hinted_load(ptr, a, b, c, d)  (one checked load of the whole width)
   __CUDA_ARCH__ inside __global__ and __device__ functions -> EMU_DEVICE_CUDA_ARCH (900)
   __cluster_dims__(X, Y, Z) on a kernel   -> removed; the body starts with
                                              ::emu::kernel_cluster_dims(X, Y, Z);
@@ -191,19 +195,72 @@ def rewrite_shared(text, masked):
     return edits
 
 
+# An L2 cache policy (createpolicy) and a global load that carries one (.L2::cache_hint): the
+# policy only steers which lines the GPU's L2 evicts first, so on the CPU it is an opaque zero
+# and the load is a plain load of its whole width, checked like any other.
+_TEMPLATE = r'\s*(?:"(?:[^"\\]|\\.)*"\s*)*'
+_CREATEPOLICY = re.compile(r"createpolicy\.fractional\.L2::evict_(last|first|normal|unchanged)"
+                           r"(\.L2::evict_(last|first|normal|unchanged))?\.b64\s+%(?P<dest>\d+)\s*,\s*[0-9.]+f?\s*;?")
+_HINTED_LOAD = re.compile(r"ld\.global(\.nc)?(\.L1::(evict_normal|evict_first|evict_last|evict_unchanged|no_allocate))?"
+                          r"\.L2::cache_hint(\.v(?P<width>2|4))?\.(u32|b32|s32|f32)\s+"
+                          r"(?P<dests>\{\s*%\d+(\s*,\s*%\d+)*\s*\}|%\d+)\s*,\s*\[\s*%(?P<addr>\d+)\s*\]\s*,\s*%\d+\s*;?")
+
+
+def _operands(body, line):
+    """The C++ expressions of an asm statement's operands, outputs first, as PTX numbers them."""
+    rest = body[re.match(_TEMPLATE, body).end():]
+    sections, depth, start = [], 0, 0
+    for i, c in enumerate(rest):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == ":" and depth == 0 and rest[i - 1:i] != ":" and rest[i + 1:i + 2] != ":":
+            sections.append(rest[start:i])
+            start = i + 1
+    sections.append(rest[start:])
+    exprs = []
+    for section in sections[1:3]:  # outputs, inputs (sections[0] is what precedes the first colon)
+        for m in re.finditer(r'"[^"]*"\s*\(', section):
+            close = _match_forward(section, m.end() - 1, "(", ")")
+            exprs.append(section[m.end():close - 1].strip())
+    if not exprs:
+        raise RewriteError(f"line {line}: an asm statement with a cache policy but no operands")
+    return exprs
+
+
+def _cache_hint_call(template, body, line):
+    """The C++ call that stands for a createpolicy or a cache-hinted load, or None for other PTX."""
+    m = _CREATEPOLICY.fullmatch(template)
+    if m:
+        return f"({_operands(body, line)[int(m.group('dest'))]}) = 0ull"
+    m = _HINTED_LOAD.fullmatch(template)
+    if m:
+        ops = _operands(body, line)
+        dests = [ops[int(d)] for d in re.findall(r"%(\d+)", m.group("dests"))]
+        if len(dests) != int(m.group("width") or 1):
+            raise RewriteError(f"line {line}: {template!r} names {len(dests)} destinations for its width")
+        return f"::emu::cache_hinted_load({ops[int(m.group('addr'))]}, {', '.join(dests)})"
+    return None
+
+
 def rewrite_asm(text, masked):
     edits = []
     for m in re.finditer(r"\b(asm|__asm__)\b(\s+(volatile|__volatile__))?\s*\(", masked):
         close = _match_forward(masked, m.end() - 1, "(", ")")
         body = text[m.end():close - 1]
         original = text[m.start():close]
-        template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', body.split(":")[0]))
+        # The template is the string literals before the first operand section; PTX's own
+        # "::" (L2::cache_hint) sits inside them, so the split cannot be at the first colon.
+        template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', re.match(_TEMPLATE, body).group(0)))
         if "griddepcontrol.wait" in template:
             replacement = "::emu::grid_dependency_wait()"
         elif "griddepcontrol.launch_dependents" in template:
             replacement = "::emu::trigger_dependents()"
         elif template.strip() == "" or template.strip().startswith("prefetch"):
             replacement = "(void)0"  # register pinning and prefetch hints: no effect on results
+        elif (hinted := _cache_hint_call(template.strip(), body, _line_of(text, m.start()))) is not None:
+            replacement = hinted
         else:
             ptx = template.strip().replace('"', "'")
             replacement = f'static_assert(sizeof(int) == 0, "the CPU emulator does not run the inline PTX \\"{ptx}\\"")'

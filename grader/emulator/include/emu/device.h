@@ -220,3 +220,25 @@ template <typename T>
 EMU_INLINE void __stwb(T* p, T v) { *p = v; }
 template <typename T>
 EMU_INLINE void __stwt(T* p, T v) { *p = v; }
+
+// ---- inline PTX with an L2 cache policy (tools/emu_rewrite.py) ------------------------------
+namespace emu {
+/// N 32-bit words that move as one access, aligned as the PTX vector load requires.
+template <int N>
+struct alignas(4 * N) HintedWords {
+    uint32_t w[N];
+};
+
+/// `ld.global{.nc}{.L1::...}.L2::cache_hint{.v2,.v4}.b32 {dests}, [addr], policy;`: the policy
+/// only ranks lines for eviction from the GPU's L2, so here it is one plain load of the whole
+/// width into the destinations, checked for bounds and alignment like any other.
+template <typename... Dest>
+EMU_INLINE void cache_hinted_load(const void* address, Dest&... dest) {
+    constexpr int kWords = static_cast<int>(sizeof...(Dest));
+    static_assert(kWords == 1 || kWords == 2 || kWords == 4, "PTX loads 1, 2 or 4 words at once");
+    static_assert(((sizeof(Dest) == 4) && ...), "each destination of a .b32 load is a 32-bit register");
+    const HintedWords<kWords> v = *static_cast<const HintedWords<kWords>*>(address);
+    int i = 0;
+    ((std::memcpy(&dest, &v.w[i++], 4)), ...);
+}
+}  // namespace emu
