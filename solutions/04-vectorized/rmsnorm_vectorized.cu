@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
 /// there, marked evict-first now that it is done with, and writes y. DRAM still moves each
 /// byte once. Measured on an H100 against the register-held row at full occupancy: level at
 /// 4096 columns, +0.3-1.0% from 5120 to 16384 columns, where it ties `torch.compile` (which
-/// runs the same scheme); without the hints the same kernel is up to 7% slower (the row is
+/// runs the same scheme); without the hints the same kernel is up to 4.5% slower (the row is
 /// gone from L2 when it is read again).
 template <typename T, int VEC, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 2048 / BLOCK) rmsnorm_two_pass_l2_kernel(Args<T> a) {
@@ -560,8 +560,8 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     // 2 vectors per thread at 32 registers, 2048 threads per SM, is 1-2% faster than 8
     // vectors at 56-62 registers (at most 1152 threads) from 2048 to 16384 columns, and
     // 4 vectors in 1024 threads 1% faster at 32768. Past 4096 columns the row read twice
-    // under an L2 eviction priority gains 0.3-1% more; at 32768 columns it was 1-2% slower
-    // (4 vectors a thread at 64 registers, or 2 at 32 in two steps) and at 1024 up to 7%.
+    // under an L2 eviction priority gains 0.3-1% more; at 32768 columns it was 0.3-2.5% slower
+    // (4 vectors a thread at 64 registers, 2 or 1 at 32 in steps) and at 1024 7-8%.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         if (nvec > 128 && nvec <= 256) return launch_full_occupancy<T, VEC, 128>(a, stream);
         if (nvec > 256 && nvec <= 512) return launch_full_occupancy<T, VEC, 256>(a, stream);
