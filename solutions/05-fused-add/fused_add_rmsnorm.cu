@@ -7,9 +7,9 @@
  *    with x and residual read once and y and residual_out written once;
  *  - the row kept in registers between the sum of squares and the scaling, instead of
  *    writing residual_out and reading it back (as the packed x and residual it was loaded
- *    as; the fp32 sum is rebuilt from them, bit for bit, when it is needed again); for many
- *    rows of 2049 to 16384 16-bit columns, the inputs read twice instead, with an L2
- *    eviction priority (inline PTX) that keeps them in L2 for the second read;
+ *    as; the fp32 sum is rebuilt from them, bit for bit, when it is needed again); for 256 MiB
+ *    or more of rows of 2049 to 16384 16-bit columns, the inputs read twice instead, with an
+ *    L2 eviction priority (inline PTX) that keeps them in L2 for the second read;
  *  - the in-place form LLM engines call (y == x, residual_out == residual, either or both):
  *    each thread reads all of its elements before it writes any of them, and no element is
  *    read by one thread and written by another, so the aliasing is harmless;
@@ -43,6 +43,8 @@ constexpr int64_t kFewRows = 256;
 /// Bytes of packed input (x and residual together) one thread keeps in registers:
 /// 32 registers, the same as lesson 4's row.
 constexpr int kBytesPerThread = 128;
+/// Inputs (x and residual together) from which many long rows are read twice through the L2.
+constexpr int64_t kTwoPassL2MinBytes = int64_t(256) << 20;
 
 /// Minimum resident blocks for __launch_bounds__. 0 leaves the choice to the compiler;
 /// for 1024-thread blocks it would squeeze registers to fit two blocks per SM and spill.
@@ -329,15 +331,15 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_rows_kerne
 }
 
 /// [two-pass-l2]
-/// Many 16-bit rows of 2049 to 16384 columns: one row per block of BLOCK threads, both inputs
-/// read twice, 2 vectors of each per thread at a time. The first read asks the L2 to keep
-/// them (evict-last) and only sums squares; the second finds them there, marked evict-first,
-/// and writes residual_out and y. DRAM still moves each byte once. Nothing is written before
-/// the barrier in block_sum, and each element is read and written by one thread, so the
-/// in-place forms stay safe and the fp32 sum is rebuilt exactly. Measured on an H100 against
-/// the register-held row (4 vectors of each input, 62 registers, 256-thread blocks): 0.5-2%
-/// faster from 4096 to 16384 columns, level with `torch.compile` (which runs the same scheme);
-/// at 1024 columns 2.5% slower, at 32768 level.
+/// Many 16-bit rows of 2049 to 16384 columns, 256 MiB of input or more: one row per block of
+/// BLOCK threads, both inputs read twice, 2 vectors of each per thread at a time. The first
+/// read asks the L2 to keep them (evict-last) and only sums squares; the second finds them
+/// there, marked evict-first, and writes residual_out and y. DRAM still moves each byte once.
+/// Nothing is written before the barrier in block_sum, and each element is read and written
+/// by one thread, so the in-place forms stay safe and the fp32 sum is rebuilt exactly.
+/// Measured on an H100 against the register-held row (4 vectors of each input, 62 registers,
+/// 256-thread blocks): 0.5-2% faster on those tensors, level with `torch.compile` (which runs
+/// the same scheme); slower at 1024 columns (2.5%), at 4096 x 8192 (1.5-2%), level at 32768.
 template <typename T, int VEC, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) fused_add_two_pass_l2_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
@@ -674,14 +676,18 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
         if (nvec == kWarpSize && launch_warp_rows<T, VEC, 1, 4>(a, stream, err)) return err;
         if (nvec == 2 * kWarpSize && launch_warp_rows<T, VEC, 2, 2>(a, stream, err)) return err;
     }
-    // Many 16-bit rows of 2049 to 16384 columns: read twice, the second time from L2, which
-    // the first read asked to keep them (2 vectors of each input a thread, half of what the
-    // register-held row needs). 4097 to 5120 columns take 320 threads, none idle at 5120.
+    // 16-bit rows of 2049 to 16384 columns, 256 MiB of input or more: read twice, the second
+    // time from L2, which the first read asked to keep them (2 vectors of each input a thread,
+    // half of what the register-held row needs). 4097 to 5120 columns take 320 threads, none
+    // idle at 5120. Below 256 MiB (4096 x 8192) the register-held row was 1.5-2% faster.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
-        if (nvec > 256 && nvec <= 512) return launch_two_pass_l2<T, VEC, 256>(a, stream);
-        if (nvec > 512 && nvec <= 640) return launch_two_pass_l2<T, VEC, 320>(a, stream);
-        if (nvec > 640 && nvec <= 1024) return launch_two_pass_l2<T, VEC, 512>(a, stream);
-        if (nvec > 1024 && nvec <= 2048) return launch_two_pass_l2<T, VEC, 1024>(a, stream);
+        const int64_t input_bytes = 2 * a.rows * a.cols * static_cast<int64_t>(sizeof(T));
+        if (input_bytes >= kTwoPassL2MinBytes) {
+            if (nvec > 256 && nvec <= 512) return launch_two_pass_l2<T, VEC, 256>(a, stream);
+            if (nvec > 512 && nvec <= 640) return launch_two_pass_l2<T, VEC, 320>(a, stream);
+            if (nvec > 640 && nvec <= 1024) return launch_two_pass_l2<T, VEC, 512>(a, stream);
+            if (nvec > 1024 && nvec <= 2048) return launch_two_pass_l2<T, VEC, 1024>(a, stream);
+        }
     }
     if (nvec <= 2 * K) return launch_rows<T, VEC, 2, K>(a, stream);
     if (nvec <= 4 * K) return launch_rows<T, VEC, 4, K>(a, stream);
