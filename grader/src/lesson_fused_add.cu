@@ -71,6 +71,8 @@ std::vector<FusedCase> fused_cases() {
     return {
         {"out_of_place", "y, residual_out separate from x, residual", 500, 4096},
         {"in_place", "y == x and residual_out == residual, as LLM engines call it", 500, 4096, normal, true, true},
+        {"in_place_large", "16385 x 8192 in place: 256 MiB of input or more, where long rows may be read twice",
+         16385, 8192, normal, true, true},
         {"y_aliases_x_only", "y == x, residual_out separate", 300, 2048, normal, true, false},
         {"residual_aliases_only", "residual_out == residual, y separate", 300, 2048, normal, false, true},
         {"rows_zero", "rows = 0 returns success and launches nothing", 0, 1024},
