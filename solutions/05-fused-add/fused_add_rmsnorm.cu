@@ -330,91 +330,6 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_rows_kerne
     }
 }
 
-/// [two-pass-l2]
-/// Many 16-bit rows of 2049 to 16384 columns, 256 MiB of input or more: one row per block of
-/// BLOCK threads, both inputs read twice, 2 vectors of each per thread at a time. The first
-/// read asks the L2 to keep them (evict-last) and only sums squares; the second finds them
-/// there, marked evict-first, and writes residual_out and y. DRAM still moves each byte once.
-/// Nothing is written before the barrier in block_sum, and each element is read and written
-/// by one thread, so the in-place forms stay safe and the fp32 sum is rebuilt exactly.
-/// Measured on an H100 against the register-held row (4 vectors of each input, 62 registers,
-/// 256-thread blocks): 0.5-2% faster on those tensors, level with `torch.compile` (which runs
-/// the same scheme); slower at 1024 columns (2.5%), at 4096 x 8192 (1.5-2%), level at 32768.
-template <typename T, int VEC, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) fused_add_two_pass_l2_kernel(Args<T> a) {
-    using P = Pack<T, VEC>;
-    constexpr int kStep = 2;  // vectors of each input per thread in flight
-    __shared__ Partials<BLOCK> partials;
-    const int nvec = a.cols / VEC;
-    const float inv_cols = 1.0f / static_cast<float>(a.cols);
-    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
-    int bank = 0;
-    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-        const int64_t offset = row * a.cols;
-        const P* xr = reinterpret_cast<const P*>(a.x + offset);
-        const P* rr = reinterpret_cast<const P*>(a.residual + offset);
-        P* yr = reinterpret_cast<P*>(a.y + offset);
-        P* ror = reinterpret_cast<P*>(a.residual_out + offset);
-        float sum = 0.0f;
-#pragma unroll 1
-        for (int base = threadIdx.x; base < nvec; base += kStep * BLOCK) {
-            P xv[kStep], rv[kStep];
-#pragma unroll
-            for (int u = 0; u < kStep; ++u) {
-                if (base + u * BLOCK < nvec) {
-                    xv[u] = load_l2<L2Priority::kEvictLast>(xr + base + u * BLOCK);
-                    rv[u] = load_l2<L2Priority::kEvictLast>(rr + base + u * BLOCK);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kStep; ++u) {
-                if (base + u * BLOCK < nvec) {
-                    float s[VEC], f[VEC];
-                    unpack(xv[u], s);
-                    unpack(rv[u], f);
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k) {
-                        s[k] += f[k];
-                        sum = fmaf(s[k], s[k], sum);
-                    }
-                }
-            }
-        }
-        sum = block_sum<BLOCK>(sum, partials, bank);
-        bank ^= 1;
-        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
-#pragma unroll 1
-        for (int base = threadIdx.x; base < nvec; base += kStep * BLOCK) {
-            P xv[kStep], rv[kStep];
-#pragma unroll
-            for (int u = 0; u < kStep; ++u) {
-                if (base + u * BLOCK < nvec) {
-                    xv[u] = load_l2<L2Priority::kEvictFirst>(xr + base + u * BLOCK);
-                    rv[u] = load_l2<L2Priority::kEvictFirst>(rr + base + u * BLOCK);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kStep; ++u) {
-                const int idx = base + u * BLOCK;
-                if (idx < nvec) {
-                    float s[VEC], f[VEC];
-                    unpack(xv[u], s);
-                    unpack(rv[u], f);
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k) s[k] += f[k];
-                    ror[idx] = pack<T, VEC>(s);
-                    const uint4 wq = __ldg(reinterpret_cast<const uint4*>(w + idx));
-                    unpack(*reinterpret_cast<const P*>(&wq), f);
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k) s[k] = s[k] * inv_rms * f[k];
-                    yr[idx] = pack<T, VEC>(s);
-                }
-            }
-        }
-    }
-}
-/// [two-pass-l2]
-
 /// [long-rows]
 /// Rows of more than 4096 16-byte vectors (16-bit rows beyond 32768 cols): x and the
 /// residual together would need 64 registers per thread at 1024 threads. x alone stays in
@@ -481,15 +396,25 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_long_kerne
 /// [long-rows]
 
 /// [two-pass]
-/// Rows too long even for that: one block per row, two passes. The first pass only reads
-/// (x and residual, for the sum of squares); the second reads them again, mostly from L2,
-/// and writes both outputs. Because nothing is written before the second pass, and each
-/// element is read and written by the same thread, in-place calls stay correct, and the
-/// fp32 sum is recomputed exactly rather than read back rounded from residual_out.
-template <typename T, int VEC, int BLOCK, int UNROLL>
-__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_stream_kernel(Args<T> a) {
+/// Rows read twice: one block per row, STEP vectors of each input per thread at a time. The
+/// first pass only reads (x and residual, for the sum of squares); the second reads them
+/// again and writes both outputs. Because nothing is written before the barrier in
+/// block_sum, and each element is read and written by the same thread, in-place calls stay
+/// correct, and the fp32 sum is recomputed exactly rather than read back rounded from
+/// residual_out. Two uses:
+///  - KEEP_IN_L2 (16-byte accesses): many 16-bit rows of 2049 to 16384 columns, 256 MiB of
+///    input or more, 2 vectors of each input a thread at 64 registers. The first read marks
+///    its lines evict-last, so the second finds them in L2 (marked evict-first there): DRAM
+///    moves each byte once. Measured on an H100 against the register-held row (4 vectors of
+///    each input, 62 registers, 256-thread blocks): 0.5-2% faster on those tensors, level with
+///    `torch.compile` (which runs the same scheme); slower at 1024 columns (2.5%) and at
+///    4096 x 8192 (1.5-2%), level at 32768.
+///  - otherwise rows too long for registers (fp32 rows over 32768 columns, narrow widths): the
+///    second read comes mostly from L2 anyway; it is marked evict-first and its stores streamed.
+template <typename T, int VEC, int BLOCK, int MIN_BLOCKS, int STEP, bool KEEP_IN_L2>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fused_add_two_pass_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
-    constexpr int kUnroll = UNROLL;
+    static_assert(!KEEP_IN_L2 || sizeof(P) == 16, "the L2 policy rides on 16-byte loads");
     __shared__ Partials<BLOCK> partials;
     const int nvec = a.cols / VEC;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
@@ -502,43 +427,79 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_stream_ker
         P* yr = reinterpret_cast<P*>(a.y + offset);
         P* ror = reinterpret_cast<P*>(a.residual_out + offset);
         float sum = 0.0f;
-        for (int base = threadIdx.x; base < nvec; base += kUnroll * BLOCK) {
-            P xv[kUnroll], rv[kUnroll];
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
+            P xv[STEP], rv[STEP];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
+            for (int u = 0; u < STEP; ++u) {
                 if (base + u * BLOCK < nvec) {
-                    xv[u] = xr[base + u * BLOCK];
-                    rv[u] = rr[base + u * BLOCK];
+                    if constexpr (KEEP_IN_L2) {
+                        xv[u] = load_l2<L2Priority::kEvictLast>(xr + base + u * BLOCK);
+                        rv[u] = load_l2<L2Priority::kEvictLast>(rr + base + u * BLOCK);
+                    } else {
+                        xv[u] = xr[base + u * BLOCK];
+                        rv[u] = rr[base + u * BLOCK];
+                    }
                 }
             }
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
+            for (int u = 0; u < STEP; ++u) {
                 if (base + u * BLOCK < nvec) {
-                    float f[VEC], g[VEC];
-                    unpack(xv[u], f);
-                    unpack(rv[u], g);
+                    float s[VEC], f[VEC];
+                    unpack(xv[u], s);
+                    unpack(rv[u], f);
 #pragma unroll
-                    for (int k = 0; k < VEC; ++k) sum = fmaf(f[k] + g[k], f[k] + g[k], sum);
+                    for (int k = 0; k < VEC; ++k) {
+                        s[k] += f[k];
+                        sum = fmaf(s[k], s[k], sum);
+                    }
                 }
             }
         }
-        // The barrier inside block_sum also orders every thread's first-pass reads before
-        // any thread's second-pass writes.
         sum = block_sum<BLOCK>(sum, partials, bank);
         bank ^= 1;
         const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
-#pragma unroll 2
-        for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
-            float f[VEC], g[VEC];
-            unpack(load_last(xr + idx), f);
-            unpack(load_last(rr + idx), g);
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
+            P xv[STEP], rv[STEP];
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) f[k] += g[k];
-            store_stream(ror + idx, pack<T, VEC>(f));
-            unpack(w[idx], g);
+            for (int u = 0; u < STEP; ++u) {
+                if (base + u * BLOCK < nvec) {
+                    if constexpr (KEEP_IN_L2) {
+                        xv[u] = load_l2<L2Priority::kEvictFirst>(xr + base + u * BLOCK);
+                        rv[u] = load_l2<L2Priority::kEvictFirst>(rr + base + u * BLOCK);
+                    } else {
+                        xv[u] = load_last(xr + base + u * BLOCK);
+                        rv[u] = load_last(rr + base + u * BLOCK);
+                    }
+                }
+            }
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
-            store_stream(yr + idx, pack<T, VEC>(f));
+            for (int u = 0; u < STEP; ++u) {
+                const int idx = base + u * BLOCK;
+                if (idx < nvec) {
+                    float s[VEC], f[VEC];
+                    unpack(xv[u], s);
+                    unpack(rv[u], f);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) s[k] += f[k];
+                    if constexpr (KEEP_IN_L2) {
+                        ror[idx] = pack<T, VEC>(s);
+                        const uint4 wq = __ldg(reinterpret_cast<const uint4*>(w + idx));
+                        unpack(*reinterpret_cast<const P*>(&wq), f);
+                    } else {
+                        store_stream(ror + idx, pack<T, VEC>(s));
+                        unpack(w[idx], f);
+                    }
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) s[k] = s[k] * inv_rms * f[k];
+                    if constexpr (KEEP_IN_L2) {
+                        yr[idx] = pack<T, VEC>(s);
+                    } else {
+                        store_stream(yr + idx, pack<T, VEC>(s));
+                    }
+                }
+            }
         }
     }
 }
@@ -642,10 +603,11 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
-/// One row per block of BLOCK threads, read twice through the L2 (fused_add_two_pass_l2_kernel).
+/// One row per block of BLOCK threads, read twice through the L2 (fused_add_two_pass_kernel):
+/// 2 vectors of each input a thread, 1024 threads an SM (64 registers).
 template <typename T, int VEC, int BLOCK>
 cudaError_t launch_two_pass_l2(const Args<T>& a, cudaStream_t stream) {
-    fused_add_two_pass_l2_kernel<T, VEC, BLOCK><<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
+    fused_add_two_pass_kernel<T, VEC, BLOCK, 1024 / BLOCK, 2, true><<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -707,7 +669,10 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
         }
     }
     if constexpr (VEC * sizeof(T) != 16 || kMaxCols / VEC > 8 * kBlock) {
-        fused_add_stream_kernel<T, VEC, kBlock, 4><<<grid_for(a.rows), kBlock, 0, stream>>>(a);
+        // 4 narrow vectors of each input in flight, or 2 of 16 bytes (4 spill at 64 registers).
+        constexpr int kStep = VEC * sizeof(T) == 16 ? 2 : 4;
+        fused_add_two_pass_kernel<T, VEC, kBlock, min_blocks(kBlock), kStep, false>
+            <<<grid_for(a.rows), kBlock, 0, stream>>>(a);
         return cudaGetLastError();
     }
     return cudaErrorInvalidValue;  // unreachable: cols ≤ kMaxCols
