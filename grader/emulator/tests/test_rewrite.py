@@ -91,6 +91,13 @@ class RewriteTest(unittest.TestCase):
         self.assertNotIn("__cluster_dims__", out)
         self.assertIn("k(int* p) { ::emu::kernel_cluster_dims(2, 1, 1);", out)
 
+    def test_noinline_qualifier_becomes_a_gcc_attribute(self):
+        src = "__device__ __noinline__ int f(int v) { return v; }\nint g() __attribute__((__noinline__));"
+        out = emu_rewrite.rewrite(src)
+        self.assertIn("__device__ __attribute__((noinline)) int f", out)
+        self.assertIn("__attribute__((__noinline__))", out)  # already an attribute: left alone
+        self.assertEqual(out.count("\n"), src.count("\n"))
+
     def test_cluster_dims_on_a_declaration_are_refused(self):
         with self.assertRaises(emu_rewrite.RewriteError):
             emu_rewrite.rewrite("__global__ void __cluster_dims__(2) k(int* p);")

@@ -21,6 +21,8 @@ learner's own lines:
   __CUDA_ARCH__ inside __global__ and __device__ functions -> EMU_DEVICE_CUDA_ARCH (900)
   __cluster_dims__(X, Y, Z) on a kernel   -> removed; the body starts with
                                              ::emu::kernel_cluster_dims(X, Y, Z);
+  __noinline__ (a qualifier)              -> __attribute__((noinline)); a macro could not do
+                                             it: libstdc++ spells __attribute__((__noinline__))
 
 Any other inline PTX becomes a compile error that names it.
 
@@ -328,10 +330,21 @@ def rewrite_cluster_dims(text, masked):
     return edits
 
 
+def rewrite_noinline(text, masked):
+    """The qualifier `__noinline__` in the learner's code; the same word inside an attribute stays."""
+    edits = []
+    for m in re.finditer(r"\b__noinline__\b", masked):
+        if re.search(r"__attribute__\s*\(\(\s*$", masked[max(0, m.start() - 40):m.start()]):
+            continue
+        edits.append((m.start(), m.end(), "__attribute__((noinline))"))
+    return edits
+
+
 def rewrite(text):
     masked = mask_comments_and_strings(text)
     edits = (rewrite_launches(text, masked) + rewrite_shared(text, masked) + rewrite_asm(text, masked)
-             + rewrite_cuda_arch(text, masked) + rewrite_cluster_dims(text, masked))
+             + rewrite_cuda_arch(text, masked) + rewrite_cluster_dims(text, masked)
+             + rewrite_noinline(text, masked))
     edits.sort()
     out, pos = [], 0
     for start, end, replacement in edits:
