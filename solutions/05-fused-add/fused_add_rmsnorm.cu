@@ -411,10 +411,41 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_long_kerne
 ///    4096 x 8192 (1.5-2%), level at 32768.
 ///  - otherwise rows too long for registers (fp32 rows over 32768 columns, narrow widths): the
 ///    second read comes mostly from L2 anyway; it is marked evict-first and its stores streamed.
+/// How a pass of the two-pass kernel reads: with an L2 priority, plainly, or as a last use.
+enum class ReadKind { kEvictLast, kEvictFirst, kPlain, kLast };
+
+/// STEP vectors of x and of the residual from vector `base` on, BLOCK apart, all issued
+/// before any is used.
+template <ReadKind KIND, int STEP, int BLOCK, typename P>
+__device__ __forceinline__ void load_step(const P* xr, const P* rr, int base, int nvec, P (&xv)[STEP],
+                                          P (&rv)[STEP]) {
+#pragma unroll
+    for (int u = 0; u < STEP; ++u) {
+        const int idx = base + u * BLOCK;
+        if (idx < nvec) {
+            if constexpr (KIND == ReadKind::kEvictLast) {
+                xv[u] = load_l2<L2Priority::kEvictLast>(xr + idx);
+                rv[u] = load_l2<L2Priority::kEvictLast>(rr + idx);
+            } else if constexpr (KIND == ReadKind::kEvictFirst) {
+                xv[u] = load_l2<L2Priority::kEvictFirst>(xr + idx);
+                rv[u] = load_l2<L2Priority::kEvictFirst>(rr + idx);
+            } else if constexpr (KIND == ReadKind::kPlain) {
+                xv[u] = xr[idx];
+                rv[u] = rr[idx];
+            } else {
+                xv[u] = load_last(xr + idx);
+                rv[u] = load_last(rr + idx);
+            }
+        }
+    }
+}
+
 template <typename T, int VEC, int BLOCK, int MIN_BLOCKS, int STEP, bool KEEP_IN_L2>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fused_add_two_pass_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     static_assert(!KEEP_IN_L2 || sizeof(P) == 16, "the L2 policy rides on 16-byte loads");
+    constexpr ReadKind kFirstRead = KEEP_IN_L2 ? ReadKind::kEvictLast : ReadKind::kPlain;
+    constexpr ReadKind kSecondRead = KEEP_IN_L2 ? ReadKind::kEvictFirst : ReadKind::kLast;
     __shared__ Partials<BLOCK> partials;
     const int nvec = a.cols / VEC;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
@@ -430,18 +461,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fused_add_two_pass_kernel(A
 #pragma unroll 1
         for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
             P xv[STEP], rv[STEP];
-#pragma unroll
-            for (int u = 0; u < STEP; ++u) {
-                if (base + u * BLOCK < nvec) {
-                    if constexpr (KEEP_IN_L2) {
-                        xv[u] = load_l2<L2Priority::kEvictLast>(xr + base + u * BLOCK);
-                        rv[u] = load_l2<L2Priority::kEvictLast>(rr + base + u * BLOCK);
-                    } else {
-                        xv[u] = xr[base + u * BLOCK];
-                        rv[u] = rr[base + u * BLOCK];
-                    }
-                }
-            }
+            load_step<kFirstRead, STEP, BLOCK>(xr, rr, base, nvec, xv, rv);
 #pragma unroll
             for (int u = 0; u < STEP; ++u) {
                 if (base + u * BLOCK < nvec) {
@@ -462,18 +482,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fused_add_two_pass_kernel(A
 #pragma unroll 1
         for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
             P xv[STEP], rv[STEP];
-#pragma unroll
-            for (int u = 0; u < STEP; ++u) {
-                if (base + u * BLOCK < nvec) {
-                    if constexpr (KEEP_IN_L2) {
-                        xv[u] = load_l2<L2Priority::kEvictFirst>(xr + base + u * BLOCK);
-                        rv[u] = load_l2<L2Priority::kEvictFirst>(rr + base + u * BLOCK);
-                    } else {
-                        xv[u] = load_last(xr + base + u * BLOCK);
-                        rv[u] = load_last(rr + base + u * BLOCK);
-                    }
-                }
-            }
+            load_step<kSecondRead, STEP, BLOCK>(xr, rr, base, nvec, xv, rv);
 #pragma unroll
             for (int u = 0; u < STEP; ++u) {
                 const int idx = base + u * BLOCK;
