@@ -9,8 +9,9 @@
  *  - one warp per head, or part of a warp when head_dim is small (a 128-element fp16 head
  *    is 16 vectors of 16 bytes: 16 lanes take one each), many heads per block, and a
  *    reduction that is all shuffles: no shared memory, no barrier;
- *  - the (token, head) of a flat head index computed once per thread, in 32-bit
- *    arithmetic when the tensor allows it;
+ *  - the (token, head) of a flat head index computed once per thread, as a multiply and a
+ *    shift by a divider the host prepared (the index sits between a thread's start and its
+ *    first load, so every cycle of it is latency);
  *  - in place (y exactly x) for free: each element is read and written by the same thread.
  *
  * What it leaves out: head_dim is usually 64 to 256, but the contract allows up to 65536;
@@ -35,6 +36,31 @@ constexpr int64_t kMaxGrid = 2147483647;
 /// for 1024-thread blocks it would squeeze registers to fit two blocks per SM and spill.
 constexpr int min_blocks(int block) { return block >= 1024 ? 1 : 0; }
 
+/// [head-divider]
+/// Division of a 32-bit head index by the head count as a multiply and a shift, with the
+/// constants worked out once on the host (Granlund and Montgomery's method): for
+/// d = heads, l the smallest power with 2^l ≥ d and m = ⌊2^32 (2^l − d) / d⌋ + 1,
+/// n / d = (⌊m n / 2^32⌋ + n) >> l for every n < 2^32. A hardware division does not exist;
+/// the compiler's 32-bit routine is about twenty dependent instructions.
+struct HeadDivider {
+    uint32_t multiplier;
+    uint32_t shift;
+};
+
+/// The divider for d, 1 ≤ d < 2^32.
+inline HeadDivider make_divider(uint32_t d) {
+    uint32_t l = 0;
+    while (l < 32 && (uint64_t{1} << l) < d) ++l;
+    const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << l) - d)) / d + 1;
+    return {static_cast<uint32_t>(m), l};
+}
+
+__device__ __forceinline__ uint32_t divide(uint32_t n, HeadDivider d) {
+    const uint64_t high = (static_cast<uint64_t>(n) * d.multiplier) >> 32;
+    return static_cast<uint32_t>((high + n) >> d.shift);
+}
+/// [head-divider]
+
 /// Everything a kernel needs about one call. x and y carry no __restrict__: y may be x.
 template <typename T>
 struct Args {
@@ -49,6 +75,8 @@ struct Args {
     int64_t heads;
     int head_dim;
     float eps;
+    float inv_dim;        ///< 1 / head_dim
+    HeadDivider per_token;  ///< divides a head index by `heads` (when rows < 2^32)
 };
 
 /// fp32 view of an element: all arithmetic is done in fp32.
@@ -166,18 +194,18 @@ __device__ __forceinline__ float head_sum(float v, Partials<G>& partials, int ba
 }
 
 /// [head-index]
-/// Element offsets of head `row` (= token · heads + head) in x and y. The division runs
-/// once per head and thread, in 32-bit arithmetic whenever the head count fits (every
-/// real tensor): a 64-bit division is a long software routine on the GPU. The offsets
-/// themselves are 64-bit, since tokens · token_stride passes 2^31 on large tensors.
-template <typename T>
+/// Element offsets of head `row` (= token · heads + head) in x and y. SMALL: every head
+/// index fits 32 bits (every real tensor), and the division is the host's divider; past
+/// that, a 64-bit division, a long software routine on the GPU. The offsets themselves
+/// are 64-bit, since tokens · token_stride passes 2^31 on large tensors.
+template <bool SMALL, typename T>
 __device__ __forceinline__ void head_offsets(const Args<T>& a, int64_t row, int64_t& x_off, int64_t& y_off) {
     int64_t token, head;
-    if (a.rows <= 0xffffffffll) {
+    if constexpr (SMALL) {
         const uint32_t r = static_cast<uint32_t>(row);
-        const uint32_t h = static_cast<uint32_t>(a.heads);
-        token = r / h;
-        head = r - static_cast<uint32_t>(token) * h;
+        const uint32_t t = divide(r, a.per_token);
+        token = t;
+        head = r - t * static_cast<uint32_t>(a.heads);
     } else {
         token = row / a.heads;
         head = row - token * a.heads;
@@ -188,86 +216,100 @@ __device__ __forceinline__ void head_offsets(const Args<T>& a, int64_t row, int6
 /// [head-index]
 
 /**
- * Heads kept in registers. G threads own a head; thread `lane` owns vectors lane,
- * lane + G, ... of it. G ≤ 32: BLOCK/G heads per block, reduced with shuffles only.
- * G > 32 (heads longer than 128 vectors): one head per block.
+ * One head per group of G threads, kept in registers: thread `lane` owns vectors lane,
+ * lane + G, ... of head `row`. `row` past the end (the last block's spare groups) still
+ * joins the reduction, since a block-wide sum needs every thread, and stores nothing.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, bool SMALL>
+__device__ __forceinline__ void normalise_head(const Args<T>& a, int64_t row, int lane, Partials<G>& partials,
+                                               int bank) {
+    using P = Pack<T, VEC>;
+    const int nvec = a.head_dim / VEC;
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
+    const bool active = row < a.rows;
+    int64_t x_off = 0, y_off = 0;
+    if (active) head_offsets<SMALL>(a, row, x_off, y_off);
+    const P* xr = reinterpret_cast<const P*>(a.x + x_off);
+    P* yr = reinterpret_cast<P*>(a.y + y_off);
+
+    /// [head-load]
+    // The whole head is loaded before any of it is written: in place (y == x) each
+    // element is read and then overwritten by the same thread, never by another.
+    P xv[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = lane + i * G;
+        if (active && idx < nvec) xv[i] = xr[idx];
+    }
+    // EARLY_W: the weight is loaded with x, so its latency hides under the same wait.
+    P wv[EARLY_W ? ITERS : 1];
+    if constexpr (EARLY_W) {
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (active && idx < nvec) wv[i] = w[idx];
+        }
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = lane + i * G;
+        if (active && idx < nvec) {
+            float f[VEC];
+            unpack(xv[i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+        }
+        keep_packed(xv[i]);
+    }
+    /// [head-load]
+
+    sum = head_sum<G>(sum, partials, bank);
+    // rsqrtf (within 2 ulp) rather than 1 / sqrtf: two correctly rounded operations, each
+    // with a slow path the compiler branches around, on the way from the loads to the stores.
+    const float inv_rms = rsqrtf(sum * a.inv_dim + a.eps);
+
+    if (active) {
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                if constexpr (EARLY_W) {
+                    unpack(wv[i], g);
+                } else {
+                    unpack(w[idx], g);
+                }
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+                yr[idx] = pack<T, VEC>(f);
+            }
+        }
+    }
+}
+
+/**
+ * Heads kept in registers. G threads own a head. G ≤ 32: BLOCK/G heads per block, reduced
+ * with shuffles only. G > 32 (heads longer than 128 vectors): one head per block.
+ * ONE_GROUP: the grid has a block for every group of heads and every head index fits 32
+ * bits, so a block normalises its heads and exits; otherwise it walks the heads.
+ */
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, bool ONE_GROUP>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a head group is a sub-warp or the block");
-    using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Partials<G> partials;
-
-    const int nvec = a.head_dim / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
-    const float inv_dim = 1.0f / static_cast<float>(a.head_dim);
-    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
-
-    int bank = 0;
-    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < a.rows;
-         first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
-        const int64_t row = first + group;
-        const bool active = row < a.rows;
-        int64_t x_off = 0, y_off = 0;
-        if (active) head_offsets(a, row, x_off, y_off);
-        const P* xr = reinterpret_cast<const P*>(a.x + x_off);
-        P* yr = reinterpret_cast<P*>(a.y + y_off);
-
-        /// [head-load]
-        // The whole head is loaded before any of it is written: in place (y == x) each
-        // element is read and then overwritten by the same thread, never by another.
-        P xv[ITERS];
-#pragma unroll
-        for (int i = 0; i < ITERS; ++i) {
-            const int idx = lane + i * G;
-            if (active && idx < nvec) xv[i] = xr[idx];
-        }
-        // EARLY_W: the weight is loaded with x, so its latency hides under the same wait.
-        P wv[EARLY_W ? ITERS : 1];
-        if constexpr (EARLY_W) {
-#pragma unroll
-            for (int i = 0; i < ITERS; ++i) {
-                const int idx = lane + i * G;
-                if (active && idx < nvec) wv[i] = w[idx];
-            }
-        }
-        float sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < ITERS; ++i) {
-            const int idx = lane + i * G;
-            if (active && idx < nvec) {
-                float f[VEC];
-                unpack(xv[i], f);
-#pragma unroll
-                for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
-            }
-            keep_packed(xv[i]);
-        }
-        /// [head-load]
-
-        sum = head_sum<G>(sum, partials, bank);
-        bank ^= 1;
-        const float inv_rms = 1.0f / sqrtf(sum * inv_dim + a.eps);
-
-        if (active) {
-#pragma unroll
-            for (int i = 0; i < ITERS; ++i) {
-                const int idx = lane + i * G;
-                if (idx < nvec) {
-                    float f[VEC], g[VEC];
-                    unpack(xv[i], f);
-                    if constexpr (EARLY_W) {
-                        unpack(wv[i], g);
-                    } else {
-                        unpack(w[idx], g);
-                    }
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
-                    yr[idx] = pack<T, VEC>(f);
-                }
-            }
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+    if constexpr (ONE_GROUP) {
+        normalise_head<T, VEC, G, ITERS, BLOCK, EARLY_W, true>(a, first + group, lane, partials, 0);
+    } else {
+        int bank = 0;
+        for (int64_t row0 = first; row0 < a.rows; row0 += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+            normalise_head<T, VEC, G, ITERS, BLOCK, EARLY_W, false>(a, row0 + group, lane, partials, bank);
+            bank ^= 1;
         }
     }
 }
@@ -281,12 +323,11 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_stream_kernel(Arg
     constexpr int kUnroll = 4;
     __shared__ Partials<BLOCK> partials;
     const int nvec = a.head_dim / VEC;
-    const float inv_dim = 1.0f / static_cast<float>(a.head_dim);
     const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
     int bank = 0;
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         int64_t x_off, y_off;
-        head_offsets(a, row, x_off, y_off);
+        head_offsets<false>(a, row, x_off, y_off);
         const P* xr = reinterpret_cast<const P*>(a.x + x_off);
         P* yr = reinterpret_cast<P*>(a.y + y_off);
         float sum = 0.0f;
@@ -308,7 +349,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) qk_stream_kernel(Arg
         // The barrier inside block_sum also orders every first-pass read before any write.
         sum = block_sum<BLOCK>(sum, partials, bank);
         bank ^= 1;
-        const float inv_rms = 1.0f / sqrtf(sum * inv_dim + a.eps);
+        const float inv_rms = rsqrtf(sum * a.inv_dim + a.eps);
 #pragma unroll 4
         for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
             float f[VEC], g[VEC];
@@ -331,8 +372,13 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     // The weight joins x in flight when that costs at most 16 registers per thread
     // (8 in 1024-thread blocks, which get only 64 registers per thread).
     constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-    qk_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
-        <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
+    const int64_t groups = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+    if (a.rows <= 0xffffffffll && groups <= kMaxGrid) {
+        qk_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, true>
+            <<<static_cast<unsigned>(groups), kBlock, 0, stream>>>(a);
+    } else {
+        qk_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, false><<<grid_for(groups), kBlock, 0, stream>>>(a);
+    }
     return cudaGetLastError();
 }
 
@@ -427,8 +473,20 @@ cudaError_t qk_rmsnorm(const T* x, int64_t x_token_stride, int64_t x_head_stride
     while (vec > 1 && !fits(vec)) vec /= 2;
     /// [vector-width]
 
-    const Args<T> a{x,     x_token_stride, x_head_stride, weight, y, y_token_stride, y_head_stride,
-                    tokens * heads, heads, static_cast<int>(head_dim), eps};
+    const int64_t rows = tokens * heads;
+    const Args<T> a{x,
+                    x_token_stride,
+                    x_head_stride,
+                    weight,
+                    y,
+                    y_token_stride,
+                    y_head_stride,
+                    rows,
+                    heads,
+                    static_cast<int>(head_dim),
+                    eps,
+                    1.0f / static_cast<float>(head_dim),
+                    make_divider(rows <= 0xffffffffll ? static_cast<uint32_t>(heads) : 1u)};
     if constexpr (sizeof(T) == 2) {
         if (vec == 8) return launch_width<T, 8>(a, stream);
     }
