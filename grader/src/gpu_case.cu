@@ -228,20 +228,6 @@ Case make_gpu_case(std::string name, std::string what, CallBuilder build, int re
     return c;
 }
 
-void clear_l2(cudaStream_t stream) {
-    static void* buffer = nullptr;
-    static size_t bytes = 0;
-    if (!buffer) {
-        int device = 0;
-        WB_CUDA_CHECK(cudaGetDevice(&device));
-        int l2 = 0;
-        WB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-        bytes = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
-        WB_CUDA_CHECK(cudaMalloc(&buffer, bytes));
-    }
-    WB_CUDA_CHECK(cudaMemsetAsync(buffer, 0x5a, bytes, stream));
-}
-
 namespace {
 
 /// Launches per timed sample for a call moving `bytes`: small shapes are timed over several

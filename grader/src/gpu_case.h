@@ -11,6 +11,7 @@
 
 #include "case_registry.h"
 #include "gpu_checks.h"
+#include "l2_clear.h"
 
 namespace workbook {
 
@@ -81,9 +82,6 @@ int profile_launch(const CallBuilder& build);
 
 /// Bytes one call moves: each input read once and each output written once.
 double bytes_moved(const GpuCall& call);
-
-/// Clears L2 by writing a buffer twice its size; used before every timed sample.
-void clear_l2(cudaStream_t stream);
 
 /// The device's copy bandwidth (GB/s, read + write), measured once per process on large cold copies.
 double copy_bandwidth_gbps();
