@@ -12,7 +12,9 @@
  *    many long 16-bit rows a block of 2 vectors per thread held to 32 registers, so the SM
  *    runs its full 2048 threads;
  *  - the row held in registers between the sum of squares and the scaling, so x is read
- *    from memory exactly once;
+ *    from memory exactly once; or, for rows of 4097 to 16384 16-bit columns, read twice
+ *    with an L2 eviction priority (inline PTX), so the second read finds it in L2 and DRAM
+ *    still moves it once;
  *  - fp32 accumulation whatever T is, pairwise 16-bit conversions, and 64-bit offsets.
  *
  * What it leaves out: rows longer than a block can hold in registers (only fp32 rows of
@@ -91,7 +93,7 @@ __device__ __forceinline__ void unpack(const Pack<T, VEC>& p, float (&f)[VEC]) {
     } else if constexpr (std::is_same_v<T, __nv_bfloat16> && VEC % 2 == 0) {
         // bf16 is the top half of an fp32: a shift and a mask per pair. Written out, they
         // leave the pack packed until each value is used; with the conversion intrinsic the
-        // compiler may keep fp32 copies live, which a 32-register kernel cannot afford.
+        // compiler keeps fp32 copies, and the two-pass kernel below spills at 32 registers.
 #pragma unroll
         for (int k = 0; k < VEC; k += 2) {
             const unsigned bits = *reinterpret_cast<const unsigned*>(&p.v[k]);
@@ -136,6 +138,30 @@ __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
         asm volatile("" : "+h"(*reinterpret_cast<unsigned short*>(&p)));
     }
 }
+
+/// [l2-priority]
+/// Which lines the L2 should give up first when it needs room.
+enum class L2Priority { kEvictLast, kEvictFirst };
+
+/// One 16-byte load that carries an L2 eviction priority (PTX `createpolicy` and
+/// `.L2::cache_hint`; CUDA C++ has no intrinsic for it). kEvictLast: this line will be read
+/// again soon, keep it over other lines; kEvictFirst: this is its last read, drop it first.
+template <L2Priority kPriority, typename P>
+__device__ __forceinline__ P load_l2(const P* p) {
+    static_assert(sizeof(P) == 16, "one 16-byte access");
+    unsigned long long policy;
+    if constexpr (kPriority == L2Priority::kEvictLast) {
+        asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    } else {
+        asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    }
+    uint4 v;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+    return *reinterpret_cast<const P*>(&v);
+}
+/// [l2-priority]
 
 /// [row-sum]
 /// Sum over the G consecutive lanes that share a row (G a power of two, at most 32).
@@ -268,6 +294,75 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
         }
     }
 }
+
+/// [two-pass-l2]
+/// Many long 16-bit rows (4097 to 16384 columns): one row per block of BLOCK threads, read
+/// twice, 2 vectors per thread at a time, 32 registers, the SM's full 2048 threads. The first
+/// read asks the L2 to keep the row (evict-last) and only sums squares; the second finds it
+/// there, marked evict-first now that it is done with, and writes y. DRAM still moves each
+/// byte once. Measured on an H100 against the register-held row at full occupancy, both
+/// dtypes, both orders, every implementation starting from a cleared L2: +0.3-0.5% at 5120
+/// columns and +0.6-3% from 6144 to 16384 (tensors of 128 MiB to 1 GiB), level with
+/// `torch.compile` (which runs the same scheme) from 6144 on; at 4096 columns 0-0.5% slower,
+/// so those keep the row in registers. Without the hints the same kernel is up to 4.5%
+/// slower: the row is gone from L2 when it is read again.
+template <typename T, int VEC, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 2048 / BLOCK) rmsnorm_two_pass_l2_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    constexpr int kStep = 2;  // vectors per thread in flight
+    __shared__ Partials<BLOCK> partials;
+    const int nvec = a.cols / VEC;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
+    int bank = 0;
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + row * a.x_row_stride);
+        P* __restrict__ yr = reinterpret_cast<P*>(a.y + row * a.y_row_stride);
+        float sum = 0.0f;
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += kStep * BLOCK) {
+            P xv[kStep];
+#pragma unroll
+            for (int u = 0; u < kStep; ++u)
+                if (base + u * BLOCK < nvec) xv[u] = load_l2<L2Priority::kEvictLast>(xr + base + u * BLOCK);
+#pragma unroll
+            for (int u = 0; u < kStep; ++u) {
+                if (base + u * BLOCK < nvec) {
+                    float f[VEC];
+                    unpack(xv[u], f);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+                }
+            }
+        }
+        sum = block_sum<BLOCK>(sum, partials, bank);
+        bank ^= 1;
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += kStep * BLOCK) {
+            P xv[kStep];
+#pragma unroll
+            for (int u = 0; u < kStep; ++u)
+                if (base + u * BLOCK < nvec) xv[u] = load_l2<L2Priority::kEvictFirst>(xr + base + u * BLOCK);
+#pragma unroll
+            for (int u = 0; u < kStep; ++u) {
+                const int idx = base + u * BLOCK;
+                if (idx < nvec) {
+                    float f[VEC], g[VEC];
+                    unpack(xv[u], f);
+                    // One 16-byte read-only load: read as a Pack the compiler keeps more
+                    // registers live here and spills at 32.
+                    const uint4 wq = __ldg(reinterpret_cast<const uint4*>(w + idx));
+                    unpack(*reinterpret_cast<const P*>(&wq), g);
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+                    yr[idx] = pack<T, VEC>(f);
+                }
+            }
+        }
+    }
+}
+/// [two-pass-l2]
 
 /**
  * Short rows at full width (32·ITERS vectors, 256 or 512 fp16/bf16 columns): one-warp
@@ -432,6 +527,13 @@ cudaError_t launch_full_occupancy(const Args<T>& a, cudaStream_t stream) {
 }
 /// [full-occupancy]
 
+/// One row per block of BLOCK threads, read twice through the L2 (rmsnorm_two_pass_l2_kernel).
+template <typename T, int VEC, int BLOCK>
+cudaError_t launch_two_pass_l2(const Args<T>& a, cudaStream_t stream) {
+    rmsnorm_two_pass_l2_kernel<T, VEC, BLOCK><<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
 /// [launch-shape]
 /// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors.
 template <typename T, int VEC>
@@ -459,19 +561,19 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     // beat few threads with many loads. Measured on an H100 (bf16, beside torch.compile):
     // 2 vectors per thread at 32 registers, 2048 threads per SM, is 1-2% faster than 8
     // vectors at 56-62 registers (at most 1152 threads) from 2048 to 16384 columns, and
-    // 4 vectors in 1024 threads 1% faster at 32768. Reading the row twice under an L2
-    // eviction priority (lesson 5's scheme for its long rows) was level here on tensors of
-    // 256 MiB and more, 0.5-1% ahead in one lease and behind in another, and 2-5% slower
-    // below that: lesson 4 keeps the row in registers.
+    // 4 vectors in 1024 threads 1% faster at 32768. Past 4096 columns the row read twice
+    // under an L2 eviction priority gains 0.3-3% more; at 32768 columns it was 0.3-2.5% slower
+    // (4 vectors a thread at 64 registers, 2 or 1 at 32 in steps), at 4096 up to 0.5% and at
+    // 1024 7-8%.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         if (nvec > 128 && nvec <= 256) return launch_full_occupancy<T, VEC, 128>(a, stream);
         if (nvec > 256 && nvec <= 512) return launch_full_occupancy<T, VEC, 256>(a, stream);
-        // 4097 to 5120 columns: 320 threads (the block reduction takes any number of warps), so
-        // 5120 columns leave none idle: +0.3-0.9% on an H100 against 512 threads. 384 and 448
-        // threads for 6144 and 7168 columns were 0-0.7% slower than 512 (fewer resident threads).
-        if (nvec > 512 && nvec <= 640) return launch_full_occupancy<T, VEC, 320>(a, stream);
-        if (nvec > 512 && nvec <= 1024) return launch_full_occupancy<T, VEC, 512>(a, stream);
-        if (nvec > 1024 && nvec <= 2048) return launch_full_occupancy<T, VEC, 1024>(a, stream);
+        // 4097 to 16384 columns: the row read twice, the second time from L2, which the first
+        // read asked to keep it. 4097 to 5120 columns take 320 threads (the block reduction
+        // takes any number of warps), so 5120 columns leave none idle.
+        if (nvec > 512 && nvec <= 640) return launch_two_pass_l2<T, VEC, 320>(a, stream);
+        if (nvec > 512 && nvec <= 1024) return launch_two_pass_l2<T, VEC, 512>(a, stream);
+        if (nvec > 1024 && nvec <= 2048) return launch_two_pass_l2<T, VEC, 1024>(a, stream);
         if (nvec > 2048 && nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
     }
     // Many rows: enough loads in flight per thread to cover the memory latency. Short rows
