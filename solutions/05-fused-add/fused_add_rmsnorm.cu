@@ -7,7 +7,7 @@
  *    with x and residual read once and y and residual_out written once;
  *  - the row kept in registers between the sum of squares and the scaling, instead of
  *    writing residual_out and reading it back (as the packed x and residual it was loaded
- *    as; the fp32 sum is rebuilt from them, bit for bit, when it is needed again); for 256 MiB
+ *    as; the fp32 sum is rebuilt from them, bit for bit, when it is needed again); for 128 MiB
  *    or more of rows of 2049 to 16384 16-bit columns, the inputs read twice instead, with an
  *    L2 eviction priority (inline PTX) that keeps them in L2 for the second read;
  *  - the in-place form LLM engines call (y == x, residual_out == residual, either or both):
@@ -43,8 +43,9 @@ constexpr int64_t kFewRows = 256;
 /// Bytes of packed input (x and residual together) one thread keeps in registers:
 /// 32 registers, the same as lesson 4's row.
 constexpr int kBytesPerThread = 128;
-/// Inputs (x and residual together) from which many long rows are read twice through the L2.
-constexpr int64_t kTwoPassL2MinBytes = int64_t(256) << 20;
+/// Inputs (x and residual together) from which many long rows are read twice through the L2:
+/// the smallest such tensor of the seed shapes (4096 x 8192), where it was measured to pay.
+constexpr int64_t kTwoPassL2MinBytes = int64_t(128) << 20;
 
 /// Minimum resident blocks for __launch_bounds__. 0 leaves the choice to the compiler;
 /// for 1024-thread blocks it would squeeze registers to fit two blocks per SM and spill.
@@ -402,13 +403,13 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_long_kerne
 /// block_sum, and each element is read and written by the same thread, in-place calls stay
 /// correct, and the fp32 sum is recomputed exactly rather than read back rounded from
 /// residual_out. Two uses:
-///  - KEEP_IN_L2 (16-byte accesses): many 16-bit rows of 2049 to 16384 columns, 256 MiB of
+///  - KEEP_IN_L2 (16-byte accesses): many 16-bit rows of 2049 to 16384 columns, 128 MiB of
 ///    input or more, 2 vectors of each input a thread at 64 registers. The first read marks
 ///    its lines evict-last, so the second finds them in L2 (marked evict-first there): DRAM
 ///    moves each byte once. Measured on an H100 against the register-held row (4 vectors of
 ///    each input, 62 registers, 256-thread blocks): 0.5-2% faster on those tensors, level with
-///    `torch.compile` (which runs the same scheme); slower at 1024 columns (2.5%) and at
-///    4096 x 8192 (1.5-2%), level at 32768.
+///    `torch.compile` (which runs the same scheme), 4096 x 8192 (128 MiB of input) included
+///    (+1.2-1.7%); slower at 1024 columns (2.5%), level at 32768.
 ///  - otherwise rows too long for registers (fp32 rows over 32768 columns, narrow widths): the
 ///    second read comes mostly from L2 anyway; it is marked evict-first and its stores streamed.
 /// How a pass of the two-pass kernel reads: with an L2 priority, plainly, or as a last use.
@@ -647,10 +648,12 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
         if (nvec == kWarpSize && launch_warp_rows<T, VEC, 1, 4>(a, stream, err)) return err;
         if (nvec == 2 * kWarpSize && launch_warp_rows<T, VEC, 2, 2>(a, stream, err)) return err;
     }
-    // 16-bit rows of 2049 to 16384 columns, 256 MiB of input or more: read twice, the second
+    // 16-bit rows of 2049 to 16384 columns, 128 MiB of input or more: read twice, the second
     // time from L2, which the first read asked to keep them (2 vectors of each input a thread,
     // half of what the register-held row needs). 4097 to 5120 columns take 320 threads, none
-    // idle at 5120. Below 256 MiB (4096 x 8192) the register-held row was 1.5-2% faster.
+    // idle at 5120. At 4096 x 8192 (128 MiB) +1.2-1.7% on an H100, every sample starting from
+    // an L2 without the previous kernel's evict-last lines (an earlier measurement without that
+    // reset had the register-held row ahead there).
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         const int64_t input_bytes = 2 * a.rows * a.cols * static_cast<int64_t>(sizeof(T));
         if (input_bytes >= kTwoPassL2MinBytes) {
