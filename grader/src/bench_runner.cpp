@@ -27,7 +27,6 @@ public:
 }  // namespace
 
 ExitCode run_bench(LessonPlan& plan, int samples, RunReport& report) {
-    cudaCtxResetPersistingL2Cache();
     report.copy_gbps = copy_bandwidth_gbps();
     std::vector<BenchSamples> all(plan.bench.size());
     std::vector<std::string> errors(plan.bench.size()), wrong_outputs(plan.bench.size());
