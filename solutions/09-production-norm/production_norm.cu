@@ -15,6 +15,8 @@
  *  - rows too long for one block's registers (past 4096 16-byte vectors): lesson 8's scheme,
  *    a cluster of blocks per row, each keeping its slice of the row in shared memory, the
  *    row's sums exchanged through distributed shared memory; read once, written once;
+ *  - long RMSNorm rows without a bias read twice, the L2 asked to keep the row between the
+ *    reads (lessons 4 and 5), so a thread holds 2 vectors and the SM runs more threads;
  *  - several rows per block sharing one copy of the weight and bias in shared memory;
  *  - what one kernel for every option must tell the compiler: a register cap (launch bounds),
  *    and that the weight and bias are read-only for the launch (`__ldg`), so their loads are
@@ -40,6 +42,8 @@ constexpr int kWarpSize = 32;
 constexpr int64_t kMaxGrid = 2147483647;
 /// Up to this many rows the launch is latency-bound (fewer rows than two per SM).
 constexpr int64_t kFewRows = 256;
+/// Inputs of at least this many bytes beside a residual read their 16-bit rows twice through the L2.
+constexpr int64_t kTwoPassL2MinBytes = int64_t(128) << 20;
 
 /// [occupancy]
 /// Blocks of BLOCK threads that must fit on one SM together, for __launch_bounds__: enough for
@@ -437,117 +441,192 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
 }
 
 /// Welford's running (count, mean, M2) of one thread, merged with another's (Chan et al.).
+/// ABOUT_ZERO: every mean is 0 (RMSNorm), so a merge only adds.
 struct Welford {
     float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+    template <bool ABOUT_ZERO = false>
     __device__ __forceinline__ void merge(float nb, float mb, float m2b) {
+        if constexpr (ABOUT_ZERO) {
+            n += nb;
+            m2 += m2b;
+            return;
+        }
         const float total = n + nb;
         if (total == 0.0f) return;
         const float delta = mb - mean;
-        const float fb = nb / total;
+        // The fast division (2 ulp): an IEEE one is a call, and the registers it needs spill
+        // the kernel's. The weights of a merge need no more.
+        const float fb = __fdividef(nb, total);
         mean += delta * fb;
         m2 += m2b + delta * delta * n * fb;
         n = total;
     }
+    /// Merges lane + offset's state into lane's, for offset = 16, 8, ... 1: lane 0 ends with the
+    /// warp's, merged in the same order in every warp, so equal inputs give equal bits.
+    template <bool ABOUT_ZERO>
+    __device__ __forceinline__ void merge_down_warp() {
+#pragma unroll
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+            const float nb = __shfl_down_sync(0xffffffffu, n, offset);
+            const float mb = __shfl_down_sync(0xffffffffu, mean, offset);
+            const float m2b = __shfl_down_sync(0xffffffffu, m2, offset);
+            merge<ABOUT_ZERO>(nb, mb, m2b);
+        }
+    }
 };
 
+/// [l2-priority]
+/// How a pass of the two-pass kernel reads: plainly, or with an L2 eviction priority.
+enum class L2Hint { kNone, kEvictLast, kEvictFirst };
+
+/// One load of a pack. With a priority (16-byte packs only; PTX `createpolicy` and
+/// `.L2::cache_hint`, which CUDA C++ has no intrinsic for): kEvictLast, this line is read again
+/// soon, keep it over others; kEvictFirst, this is its last read, drop it first.
+template <L2Hint H, typename P>
+__device__ __forceinline__ P load_hinted(const P* p) {
+    if constexpr (H == L2Hint::kNone) {
+        return *p;
+    } else {
+        static_assert(sizeof(P) == 16, "the L2 policy rides on 16-byte loads");
+        unsigned long long policy;
+        if constexpr (H == L2Hint::kEvictLast) {
+            asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+        } else {
+            asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        }
+        uint4 v;
+        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p), "l"(policy));
+        return *reinterpret_cast<const P*>(&v);
+    }
+}
+/// [l2-priority]
+
+/// STEP vectors of x (and of the residual) from vector `base` on, BLOCK apart, all issued
+/// before any is used.
+template <L2Hint H, bool RES, int STEP, int BLOCK, typename P>
+__device__ __forceinline__ void load_step(const P* xr, const P* rr, int base, int nvec, P (&xv)[STEP],
+                                          P (&rv)[RES ? STEP : 1]) {
+#pragma unroll
+    for (int u = 0; u < STEP; ++u) {
+        const int idx = base + u * BLOCK;
+        if (idx < nvec) {
+            xv[u] = load_hinted<H>(xr + idx);
+            if constexpr (RES) rv[u] = load_hinted<H>(rr + idx);
+        }
+    }
+}
+
 /// [welford]
-/// Rows too long for one block's registers: one block per row, two reads. The first read
-/// folds each vector into the thread's Welford state (the vector's own mean and M2 first,
-/// then one merge), so the row's mean and variance come out of a single pass without
-/// cancellation; the second read (mostly from L2) writes. Nothing is written before the
-/// barrier that ends the first read, and each element is read and written by one thread.
-template <typename T, int VEC, bool RES, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) norm_stream_kernel(Params a) {
+/**
+ * One block of BLOCK threads per row, the row read twice, STEP vectors a thread at a time.
+ * The first read only gathers the statistics: LayerNorm folds each vector into the thread's
+ * Welford state (the vector's own mean and M2 first, then one merge), so the row's mean and
+ * variance come out of a single pass without cancellation; RMSNorm only sums squares. The
+ * second read writes. Nothing is written before the barrier that ends the first read, and
+ * each element is read and written by one thread: y == x and residual_out == residual are safe.
+ *
+ * Two uses:
+ *  - KEEP_IN_L2 (16-byte accesses): 16-bit rows of 4097 to 16384 columns (of 2049 and more
+ *    beside a residual, from 128 MiB of input), lesson 4's and lesson 5's scheme. The first
+ *    read marks its lines evict-last, so the second finds them in L2 (marked evict-first
+ *    there) and DRAM moves each byte once; a thread needs only 2 vectors, so many more threads
+ *    fit an SM than when it holds the row.
+ *  - otherwise rows too long for registers that no cluster takes (narrow vectors, GPUs before
+ *    sm_90): the second read comes mostly from L2 anyway.
+ */
+template <typename T, int VEC, bool RES, int BLOCK, int MIN_BLOCKS, int STEP, bool KEEP_IN_L2, bool PLAIN = false,
+          bool F32P = true>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_two_pass_kernel(Params a) {
     using P = Pack<T, VEC>;
-    constexpr int kBatch = RES ? 1 : 2;
-    __shared__ float slots[3][BLOCK / kWarpSize];
+    const bool layer = !PLAIN && a.layer;
+    const bool bias = !PLAIN && a.bias != nullptr;
+    const bool weight_f32 = F32P && a.weight_f32, bias_f32 = F32P && a.bias_f32;
+    constexpr L2Hint kFirstRead = KEEP_IN_L2 ? L2Hint::kEvictLast : L2Hint::kNone;
+    constexpr L2Hint kSecondRead = KEEP_IN_L2 ? L2Hint::kEvictFirst : L2Hint::kNone;
+    constexpr int kWarps = BLOCK / kWarpSize;
+    // Two banks used in turn: a row's partials are written while the previous row's may
+    // still be read, so one barrier a row is enough.
+    __shared__ float slots[2][3][kWarps];
     const int nvec = a.cols / VEC;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    int bank = 0;
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1));
-        const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) +
-                                                       row_offset(row, a.heads, a.r_s0, a.r_s1))
+        // The row's outer index and head, divided once: each 64-bit division is a call whose
+        // registers the kernel would otherwise spill around.
+        const int64_t outer = a.heads == 1 ? row : row / a.heads;
+        const int64_t head = row - outer * a.heads;
+        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + outer * a.x_s0 + head * a.x_s1);
+        const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) + outer * a.r_s0 + head * a.r_s1)
                           : nullptr;
         Welford w;
-        // kBatch vectors per step, all loaded before any is folded in: several loads in flight.
-        for (int base = threadIdx.x; base < nvec; base += kBatch * BLOCK) {
-            P xv[kBatch], rv[RES ? kBatch : 1];
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
+            P xv[STEP], rv[RES ? STEP : 1];
+            load_step<kFirstRead, RES, STEP, BLOCK>(xr, rr, base, nvec, xv, rv);
 #pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                const int idx = base + u * BLOCK;
-                if (idx < nvec) {
-                    xv[u] = xr[idx];
-                    if constexpr (RES) rv[u] = rr[idx];
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
+            for (int u = 0; u < STEP; ++u) {
                 if (base + u * BLOCK >= nvec) continue;
                 float s[VEC];
                 sum_input<T, VEC, RES>(xv[u], rv[RES ? u : 0], s);
-                float m = 0.0f;
+                if (layer) {
+                    float m = 0.0f;
 #pragma unroll
-                for (int k = 0; k < VEC; ++k) m += s[k];
-                m *= 1.0f / VEC;
-                float m2 = 0.0f;
+                    for (int k = 0; k < VEC; ++k) m += s[k];
+                    m *= 1.0f / VEC;
+                    float m2 = 0.0f;
 #pragma unroll
-                for (int k = 0; k < VEC; ++k) m2 = fmaf(s[k] - m, s[k] - m, m2);
-                if (!a.layer) {  // RMSNorm: the "variance" about zero
-                    m2 = fmaf(m * m, static_cast<float>(VEC), m2);
-                    m = 0.0f;
+                    for (int k = 0; k < VEC; ++k) m2 = fmaf(s[k] - m, s[k] - m, m2);
+                    w.merge(static_cast<float>(VEC), m, m2);
+                } else {  // RMSNorm: squares about zero; the mean stays 0 through every merge
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k) w.m2 = fmaf(s[k], s[k], w.m2);
+                    w.n += static_cast<float>(VEC);
                 }
-                w.merge(static_cast<float>(VEC), m, m2);
             }
         }
-        // Merge across the warp, then across warps.
-#pragma unroll
-        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-            const float nb = __shfl_xor_sync(0xffffffffu, w.n, offset);
-            const float mb = __shfl_xor_sync(0xffffffffu, w.mean, offset);
-            const float m2b = __shfl_xor_sync(0xffffffffu, w.m2, offset);
-            w.merge(nb, mb, m2b);
-        }
-        const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+        // The warp's state in lane 0, then every warp merges the block's in the same order.
+        w.merge_down_warp<PLAIN>();
         if (lane == 0) {
-            slots[0][warp] = w.n;
-            slots[1][warp] = w.mean;
-            slots[2][warp] = w.m2;
+            slots[bank][0][warp] = w.n;
+            slots[bank][1][warp] = w.mean;
+            slots[bank][2][warp] = w.m2;
         }
         __syncthreads();
         Welford total;
-        for (int i = 0; i < BLOCK / kWarpSize; ++i) total.merge(slots[0][i], slots[1][i], slots[2][i]);
-        __syncthreads();  // the slots are reused by the next row
-        const float mean = a.layer ? total.mean : 0.0f;
-        const float rstd = rsqrtf(total.m2 * inv_cols + a.eps);
-        if (a.rstd && threadIdx.x == 0)
-            a.rstd[rstd_index(row, a.heads, a.rstd_s0)] = rstd;
-        P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1));
-        P* ror = RES && a.residual_out ? reinterpret_cast<P*>(static_cast<T*>(a.residual_out) +
-                                                               row_offset(row, a.heads, a.ro_s0, a.ro_s1))
-                                       : nullptr;
-        for (int base = threadIdx.x; base < nvec; base += kBatch * BLOCK) {
-            // The batch's inputs are all read before its outputs are written: y may be x.
-            P xv[kBatch], rv[RES ? kBatch : 1];
+        if (lane < kWarps) {
+            total.n = slots[bank][0][lane];
+            total.mean = slots[bank][1][lane];
+            total.m2 = slots[bank][2][lane];
+        }
+        bank ^= 1;
+        total.merge_down_warp<PLAIN>();
+        const float mean = layer ? __shfl_sync(0xffffffffu, total.mean, 0) : 0.0f;
+        const float rstd = rsqrtf(__shfl_sync(0xffffffffu, total.m2, 0) * inv_cols + a.eps);
+        if (a.rstd && threadIdx.x == 0) a.rstd[a.heads == 1 ? row : outer * a.rstd_s0 + head] = rstd;
+        P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + outer * a.y_s0 + head * a.y_s1);
+        P* ror = RES && a.residual_out
+                     ? reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + outer * a.ro_s0 + head * a.ro_s1)
+                     : nullptr;
+#pragma unroll 1
+        for (int base = threadIdx.x; base < nvec; base += STEP * BLOCK) {
+            // The step's inputs are all read before its outputs are written: y may be x.
+            P xv[STEP], rv[RES ? STEP : 1];
+            load_step<kSecondRead, RES, STEP, BLOCK>(xr, rr, base, nvec, xv, rv);
 #pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                const int idx = base + u * BLOCK;
-                if (idx < nvec) {
-                    xv[u] = xr[idx];
-                    if constexpr (RES) rv[u] = rr[idx];
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
+            for (int u = 0; u < STEP; ++u) {
                 const int idx = base + u * BLOCK;
                 if (idx >= nvec) continue;
                 float s[VEC], f[VEC];
                 sum_input<T, VEC, RES>(xv[u], rv[RES ? u : 0], s);
                 if (ror) ror[idx] = pack<T, VEC>(s);
-                load_param<T, VEC>(a.weight, a.weight_f32, idx, f);
+                load_param<T, VEC>(a.weight, weight_f32, idx, f);
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * f[k];
-                if (a.bias) {
-                    load_param<T, VEC>(a.bias, a.bias_f32, idx, f);
+                if (bias) {
+                    load_param<T, VEC>(a.bias, bias_f32, idx, f);
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) s[k] += f[k];
                 }
@@ -815,11 +894,25 @@ cudaError_t launch_plain(const Params& a, cudaStream_t stream) {
 }
 /// [plain-rows]
 
+/// Rows too long for registers that no cluster takes: two plain reads, 1024 threads a row,
+/// 2 vectors a thread in flight (1 of each input beside a residual).
 template <typename T, int VEC, bool RES>
 cudaError_t launch_stream(const Params& a, cudaStream_t stream) {
-    norm_stream_kernel<T, VEC, RES, 1024><<<grid_for(a.rows), 1024, 0, stream>>>(a);
+    norm_two_pass_kernel<T, VEC, RES, 1024, 1, RES ? 1 : 2, false><<<grid_for(a.rows), 1024, 0, stream>>>(a);
     return cudaGetLastError();
 }
+
+/// [two-pass-l2-launch]
+/// One row per block of BLOCK threads, read twice through the L2, 2 vectors (of each input) a
+/// thread, RESIDENT threads an SM (which sets the register cap): RMSNorm without a bias,
+/// parameters in T, the bias, LayerNorm and fp32 code compiled out.
+template <typename T, int VEC, bool RES, int BLOCK, int RESIDENT>
+cudaError_t launch_two_pass_l2(const Params& a, cudaStream_t stream) {
+    norm_two_pass_kernel<T, VEC, RES, BLOCK, RESIDENT / BLOCK, 2, true, true, false>
+        <<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+/// [two-pass-l2-launch]
 
 /// [cluster-launch]
 /// A row over the shared memory of a cluster: the fewest blocks (a power of two, at most 8)
@@ -886,10 +979,10 @@ Launcher rows_launcher(bool heavy) {
 /// decode step) fill few SMs and the time is latency: there each thread takes one or two
 /// vectors.
 template <typename T, int VEC, bool RES>
-Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer) {
+Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_params) {
     // Accesses narrower than 16 bytes (columns or pointers that rule out 16-byte vectors)
     // carry so little that a thread needs twice as many in flight, as in lesson 4.
-    constexpr int K = (RES ? 4 : 8) * (VEC * sizeof(T) == 16 ? 1 : 2);
+    constexpr int K = VEC * sizeof(T) == 16 ? (RES ? 4 : 8) : 16;
     if constexpr (VEC * sizeof(T) == 16) {
         if (rows <= kFewRows && nvec > 64) {
             if (nvec <= 128) return &launch_rows<T, VEC, RES, 128, 1>;
@@ -907,6 +1000,34 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer) {
     }
     if constexpr (VEC * sizeof(T) == 16) {
         if (nvec > kSliceMinVecs && (heavy || nvec > 1024 * K)) return &launch_slice<T, VEC, RES>;
+    }
+    // 16-bit RMSNorm rows without a bias, parameters in T, read twice through the L2
+    // (norm_two_pass_kernel, KEEP_IN_L2): the first read keeps the row there, so the second
+    // costs no DRAM traffic and a thread holds 2 vectors of each input, not the row. Measured
+    // on an H100 (bf16, both orders, against the register-held plans below):
+    //  - beside a residual, 2049 to 16384 columns from 128 MiB of input (lesson 5's rule):
+    //    +0.8-1.7% on every such shape, 4096 x 8192 to 16384 x 16384;
+    //  - without one, 7168 to 16384 columns: +0.5% at 7168, +1.2-2.6% at 8192 (1536 threads an
+    //    SM: at 2048 the kernel spills and only draws level), +0.1-0.4% at 16384; at 5120
+    //    columns 1-1.3% slower, at 32768 1%. The same kernel with a bias or LayerNorm, or with
+    //    fp32 parameters, needs more registers than 32 and so fewer threads an SM: 10-35%
+    //    slower than the register-held row, which keeps those rows.
+    if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (!heavy && !f32_params) {
+            if constexpr (RES) {
+                const int64_t input_bytes = 2 * rows * nvec * 16;
+                if (nvec > 256 && nvec <= 2048 && input_bytes >= kTwoPassL2MinBytes) {
+                    if (nvec <= 512) return &launch_two_pass_l2<T, VEC, RES, 256, 1024>;
+                    if (nvec <= 640) return &launch_two_pass_l2<T, VEC, RES, 320, 1024>;
+                    if (nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 1024>;
+                    return &launch_two_pass_l2<T, VEC, RES, 1024, 1024>;
+                }
+            } else {
+                if (nvec > 640 && nvec <= 896) return &launch_two_pass_l2<T, VEC, RES, 512, 2048>;
+                if (nvec > 896 && nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 1536>;
+                if (nvec > 1024 && nvec <= 2048) return &launch_two_pass_l2<T, VEC, RES, 1024, 2048>;
+            }
+        }
     }
     // 16-bit rows of 257 to 2048 vectors without a bias or LayerNorm: 2 vectors a thread in the
     // PLAIN kernel. Measured on an H100 against 8 vectors (4 and 4 beside a residual) at 64
@@ -963,13 +1084,13 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer) {
 /// [launch-plan]
 
 template <typename T>
-Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer) {
+Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer, bool f32_params) {
     constexpr int kFull = 16 / sizeof(T);
     if (vec == kFull)
-        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer)
-                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer);
-    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer)
-               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer);
+        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer, f32_params)
+                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer, f32_params);
+    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer, f32_params)
+               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer, f32_params);
 }
 
 // ----------------------------------------------------------------------------- validation
@@ -1114,7 +1235,9 @@ struct NormDescriptor {
  * Performance: the vector width is the widest of 16 bytes and one element that divides cols,
  * every outer stride and the offset of every activation pointer, with the weight and bias
  * aligned to their own type's share; rows of up to 8 (4 with a residual) 16-byte vectors per
- * thread stay in registers; past 4096 16-byte vectors a row with a bias, a residual or
+ * thread stay in registers, but 16-bit RMSNorm rows without a bias, parameters in T, of 7168
+ * to 16384 columns (2049 to 16384 beside a residual, from 128 MiB of input) are read twice
+ * through the L2, 2 vectors a thread; past 4096 16-byte vectors a row with a bias, a residual or
  * LayerNorm (any row past 8192) lives in the shared memory of a cluster of 2 to 8 blocks;
  * longer rows of narrower vectors are streamed twice. Bytes per call:
  * rows · cols · sizeof(T) · (2 + 2·residual_out + residual_in_only) + cols · (sizeof(weight) +
@@ -1181,11 +1304,12 @@ Status norm_create(const NormProblem& problem, NormDescriptor** out) {
 
     const int nvec = a.cols / vec;
     const bool heavy = a.layer || a.bias;  // see pick_launcher
+    const bool f32_params = a.weight_f32 || a.bias_f32;
     Launcher launcher = nullptr;
     switch (p.x.dtype) {
-        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer); break;
-        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer); break;
-        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer); break;
+        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
+        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
+        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
     }
     *out = new NormDescriptor{a, launcher};
     return Status::success;
