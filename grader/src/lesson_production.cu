@@ -295,6 +295,8 @@ std::vector<ProdCase> prod_cases() {
         {"cols_gt_1024xwidth", "9000 columns, in place", 200, 0, 9000, full | kYInPlace | kResInPlace},
         {"rows_read_twice_in_place", "300 rows of 8192, RMSNorm + rstd, in place: the row read twice through the L2",
          300, 0, 8192, kRstd | kYInPlace},
+        {"bias_rows_read_twice_in_place", "300 rows of 16384, RMSNorm + bias + rstd, in place: read twice through the L2",
+         300, 0, 16384, kBias | kRstd | kYInPlace},
         {"rows_read_twice_3d", "3-D [40, 8, 16384], heads 16448 apart, rstd: read twice through the L2", 40, 8, 16384,
          kRstd, 8 * 16448 + 128, 16448},
         {"long_rows_32768", "32768 columns, LayerNorm + residual: beyond one block's registers in fp32", 64, 0,

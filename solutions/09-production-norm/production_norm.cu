@@ -15,8 +15,8 @@
  *  - rows too long for one block's registers (past 4096 16-byte vectors): lesson 8's scheme,
  *    a cluster of blocks per row, each keeping its slice of the row in shared memory, the
  *    row's sums exchanged through distributed shared memory; read once, written once;
- *  - long RMSNorm rows without a bias read twice, the L2 asked to keep the row between the
- *    reads (lessons 4 and 5), so a thread holds 2 vectors and the SM runs more threads;
+ *  - long RMSNorm rows read twice, the L2 asked to keep the row between the reads (lessons 4
+ *    and 5), so a thread holds 2 vectors and the SM runs more threads;
  *  - several rows per block sharing one copy of the weight and bias in shared memory;
  *  - what one kernel for every option must tell the compiler: a register cap (launch bounds),
  *    and that the weight and bias are read-only for the launch (`__ldg`), so their loads are
@@ -518,6 +518,10 @@ __device__ __forceinline__ void load_step(const P* xr, const P* rr, int base, in
     }
 }
 
+/// What an instantiation of norm_two_pass_kernel compiles in: every option (read from the
+/// parameters at run time), RMSNorm with a weight only, or RMSNorm with a weight and a bias.
+enum class TwoPassCode { kAll, kRms, kRmsBias };
+
 /// [welford]
 /**
  * One block of BLOCK threads per row, the row read twice, STEP vectors a thread at a time.
@@ -536,12 +540,13 @@ __device__ __forceinline__ void load_step(const P* xr, const P* rr, int base, in
  *  - otherwise rows too long for registers that no cluster takes (narrow vectors, GPUs before
  *    sm_90): the second read comes mostly from L2 anyway.
  */
-template <typename T, int VEC, bool RES, int BLOCK, int MIN_BLOCKS, int STEP, bool KEEP_IN_L2, bool PLAIN = false,
-          bool F32P = true>
+template <typename T, int VEC, bool RES, int BLOCK, int MIN_BLOCKS, int STEP, bool KEEP_IN_L2,
+          TwoPassCode CODE = TwoPassCode::kAll, bool F32P = true>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_two_pass_kernel(Params a) {
     using P = Pack<T, VEC>;
-    const bool layer = !PLAIN && a.layer;
-    const bool bias = !PLAIN && a.bias != nullptr;
+    constexpr bool kAboutZero = CODE != TwoPassCode::kAll;  // RMSNorm: every mean is 0
+    const bool layer = !kAboutZero && a.layer;
+    const bool bias = CODE != TwoPassCode::kRms && a.bias != nullptr;
     const bool weight_f32 = F32P && a.weight_f32, bias_f32 = F32P && a.bias_f32;
     constexpr L2Hint kFirstRead = KEEP_IN_L2 ? L2Hint::kEvictLast : L2Hint::kNone;
     constexpr L2Hint kSecondRead = KEEP_IN_L2 ? L2Hint::kEvictFirst : L2Hint::kNone;
@@ -588,7 +593,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_two_pass_kernel(Params
             }
         }
         // The warp's state in lane 0, then every warp merges the block's in the same order.
-        w.merge_down_warp<PLAIN>();
+        w.merge_down_warp<kAboutZero>();
         if (lane == 0) {
             slots[bank][0][warp] = w.n;
             slots[bank][1][warp] = w.mean;
@@ -602,7 +607,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_two_pass_kernel(Params
             total.m2 = slots[bank][2][lane];
         }
         bank ^= 1;
-        total.merge_down_warp<PLAIN>();
+        total.merge_down_warp<kAboutZero>();
         const float mean = layer ? __shfl_sync(0xffffffffu, total.mean, 0) : 0.0f;
         const float rstd = rsqrtf(__shfl_sync(0xffffffffu, total.m2, 0) * inv_cols + a.eps);
         if (a.rstd && threadIdx.x == 0) a.rstd[a.heads == 1 ? row : outer * a.rstd_s0 + head] = rstd;
@@ -904,11 +909,11 @@ cudaError_t launch_stream(const Params& a, cudaStream_t stream) {
 
 /// [two-pass-l2-launch]
 /// One row per block of BLOCK threads, read twice through the L2, 2 vectors (of each input) a
-/// thread, RESIDENT threads an SM (which sets the register cap): RMSNorm without a bias,
-/// parameters in T, the bias, LayerNorm and fp32 code compiled out.
-template <typename T, int VEC, bool RES, int BLOCK, int RESIDENT>
+/// thread, RESIDENT threads an SM (which sets the register cap): RMSNorm with parameters in T,
+/// the LayerNorm and fp32 code compiled out, and the bias's too unless CODE is kRmsBias.
+template <typename T, int VEC, bool RES, int BLOCK, int RESIDENT, TwoPassCode CODE = TwoPassCode::kRms>
 cudaError_t launch_two_pass_l2(const Params& a, cudaStream_t stream) {
-    norm_two_pass_kernel<T, VEC, RES, BLOCK, RESIDENT / BLOCK, 2, true, true, false>
+    norm_two_pass_kernel<T, VEC, RES, BLOCK, RESIDENT / BLOCK, 2, true, CODE, false>
         <<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -1001,31 +1006,37 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
     if constexpr (VEC * sizeof(T) == 16) {
         if (nvec > kSliceMinVecs && (heavy || nvec > 1024 * K)) return &launch_slice<T, VEC, RES>;
     }
-    // 16-bit RMSNorm rows without a bias, parameters in T, read twice through the L2
-    // (norm_two_pass_kernel, KEEP_IN_L2): the first read keeps the row there, so the second
-    // costs no DRAM traffic and a thread holds 2 vectors of each input, not the row. Measured
-    // on an H100 (bf16, both orders, against the register-held plans below):
-    //  - beside a residual, 2049 to 16384 columns from 128 MiB of input (lesson 5's rule):
-    //    +0.8-1.7% on every such shape, 4096 x 8192 to 16384 x 16384;
+    // 16-bit RMSNorm rows with parameters in T, read twice through the L2 (norm_two_pass_kernel,
+    // KEEP_IN_L2): the first read keeps the row there, so the second costs no DRAM traffic and a
+    // thread holds 2 vectors of each input, not the row. Measured on an H100 (bf16, both orders,
+    // against the register-held plans below):
+    //  - beside a residual (no bias), 2049 to 16384 columns from 128 MiB of input (lesson 5's
+    //    rule): +0.8-1.7% on every such shape, 4096 x 8192 to 16384 x 16384;
     //  - without one, 7168 to 16384 columns: +0.5% at 7168, +1.2-2.6% at 8192 (1536 threads an
-    //    SM: at 2048 the kernel spills and only draws level), +0.1-0.4% at 16384; at 5120
-    //    columns 1-1.3% slower, at 32768 1%. The same kernel with a bias or LayerNorm, or with
-    //    fp32 parameters, needs more registers than 32 and so fewer threads an SM: 10-35%
-    //    slower than the register-held row, which keeps those rows.
+    //    SM; at 2048 the kernel spills and only draws level), +0.1-0.4% at 16384; at 5120
+    //    columns 1-1.3% slower, at 32768 1%;
+    //  - with a bias, 7168 to 16384 columns, 2048 threads an SM (32 registers, 8 bytes spilled):
+    //    +0.3-0.9% at 8192, +1.9% at 7168, +0.8-2.9% at 16384.
+    // LayerNorm needs more registers (its Welford merges): at 1024-1536 threads an SM it was
+    // 9-25% slower than the register-held row; fp32 parameters 1.5-25% slower.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
-        if (!heavy && !f32_params) {
+        if (!layer && !f32_params) {
             if constexpr (RES) {
                 const int64_t input_bytes = 2 * rows * nvec * 16;
-                if (nvec > 256 && nvec <= 2048 && input_bytes >= kTwoPassL2MinBytes) {
+                if (!heavy && nvec > 256 && nvec <= 2048 && input_bytes >= kTwoPassL2MinBytes) {
                     if (nvec <= 512) return &launch_two_pass_l2<T, VEC, RES, 256, 1024>;
                     if (nvec <= 640) return &launch_two_pass_l2<T, VEC, RES, 320, 1024>;
                     if (nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 1024>;
                     return &launch_two_pass_l2<T, VEC, RES, 1024, 1024>;
                 }
-            } else {
+            } else if (!heavy) {
                 if (nvec > 640 && nvec <= 896) return &launch_two_pass_l2<T, VEC, RES, 512, 2048>;
                 if (nvec > 896 && nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 1536>;
                 if (nvec > 1024 && nvec <= 2048) return &launch_two_pass_l2<T, VEC, RES, 1024, 2048>;
+            } else {  // a bias
+                constexpr TwoPassCode kBias = TwoPassCode::kRmsBias;
+                if (nvec > 640 && nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 2048, kBias>;
+                if (nvec > 1024 && nvec <= 2048) return &launch_two_pass_l2<T, VEC, RES, 1024, 2048, kBias>;
             }
         }
     }
@@ -1235,9 +1246,9 @@ struct NormDescriptor {
  * Performance: the vector width is the widest of 16 bytes and one element that divides cols,
  * every outer stride and the offset of every activation pointer, with the weight and bias
  * aligned to their own type's share; rows of up to 8 (4 with a residual) 16-byte vectors per
- * thread stay in registers, but 16-bit RMSNorm rows without a bias, parameters in T, of 7168
- * to 16384 columns (2049 to 16384 beside a residual, from 128 MiB of input) are read twice
- * through the L2, 2 vectors a thread; past 4096 16-byte vectors a row with a bias, a residual or
+ * thread stay in registers, but 16-bit RMSNorm rows with parameters in T, of 7168 to 16384
+ * columns (2049 to 16384 beside a residual without a bias, from 128 MiB of input) are read
+ * twice through the L2, 2 vectors a thread; past 4096 16-byte vectors a row with a bias, a residual or
  * LayerNorm (any row past 8192) lives in the shared memory of a cluster of 2 to 8 blocks;
  * longer rows of narrower vectors are streamed twice. Bytes per call:
  * rows · cols · sizeof(T) · (2 + 2·residual_out + residual_in_only) + cols · (sizeof(weight) +
