@@ -1012,11 +1012,12 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
     // against the register-held plans below):
     //  - beside a residual (no bias), 2049 to 16384 columns from 128 MiB of input (lesson 5's
     //    rule): +0.8-1.7% on every such shape, 4096 x 8192 to 16384 x 16384;
-    //  - without one, 7168 to 16384 columns: +0.5% at 7168, +1.2-2.6% at 8192 (1536 threads an
-    //    SM; at 2048 the kernel spills and only draws level), +0.1-0.4% at 16384; at 5120
-    //    columns 1-1.3% slower, at 32768 1%;
+    //  - without one, 6144 to 16384 columns: level at 6144, +0.5% at 7168, +1.2-2.6% at 8192
+    //    (1536 threads an SM; at 2048 the kernel spills and only draws level), +0.1-0.4% at
+    //    16384; at 5120 columns 1-1.3% slower, at 32768 1%;
     //  - with a bias, 7168 to 16384 columns, 2048 threads an SM (32 registers, 8 bytes spilled):
-    //    +0.3-0.9% at 8192, +1.9% at 7168, +0.8-2.9% at 16384.
+    //    +0.3-0.9% at 8192, +1.9% at 7168, +0.8-2.9% at 16384; at 6144 (512 threads, a quarter
+    //    of them with one vector) 2.6% slower.
     // LayerNorm needs more registers (its Welford merges): at 1024-1536 threads an SM it was
     // 9-25% slower than the register-held row; fp32 parameters 1.5-25% slower.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
@@ -1035,7 +1036,7 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
                 if (nvec > 1024 && nvec <= 2048) return &launch_two_pass_l2<T, VEC, RES, 1024, 2048>;
             } else {  // a bias
                 constexpr TwoPassCode kBias = TwoPassCode::kRmsBias;
-                if (nvec > 640 && nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 2048, kBias>;
+                if (nvec > 768 && nvec <= 1024) return &launch_two_pass_l2<T, VEC, RES, 512, 2048, kBias>;
                 if (nvec > 1024 && nvec <= 2048) return &launch_two_pass_l2<T, VEC, RES, 1024, 2048, kBias>;
             }
         }
@@ -1246,11 +1247,11 @@ struct NormDescriptor {
  * Performance: the vector width is the widest of 16 bytes and one element that divides cols,
  * every outer stride and the offset of every activation pointer, with the weight and bias
  * aligned to their own type's share; rows of up to 8 (4 with a residual) 16-byte vectors per
- * thread stay in registers, but 16-bit RMSNorm rows with parameters in T, of 7168 to 16384
- * columns (2049 to 16384 beside a residual without a bias, from 128 MiB of input) are read
- * twice through the L2, 2 vectors a thread; past 4096 16-byte vectors a row with a bias, a residual or
- * LayerNorm (any row past 8192) lives in the shared memory of a cluster of 2 to 8 blocks;
- * longer rows of narrower vectors are streamed twice. Bytes per call:
+ * thread stay in registers, but 16-bit RMSNorm rows with parameters in T, of 6144 (7168 with
+ * a bias) to 16384 columns (2049 to 16384 beside a residual without a bias, from 128 MiB of
+ * input) are read twice through the L2, 2 vectors a thread; past 4096 16-byte vectors a row
+ * with a bias, a residual or LayerNorm (any row past 8192) lives in the shared memory of a
+ * cluster of 2 to 8 blocks; longer rows of narrower vectors are streamed twice. Bytes per call:
  * rows · cols · sizeof(T) · (2 + 2·residual_out + residual_in_only) + cols · (sizeof(weight) +
  * sizeof(bias)) + 4 · rows (rstd).
  */
