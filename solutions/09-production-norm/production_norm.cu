@@ -1018,8 +1018,8 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
     //  - with a bias, 7168 to 16384 columns, 2048 threads an SM (32 registers, 8 bytes spilled):
     //    +0.3-0.9% at 8192, +1.9% at 7168, +0.8-2.9% at 16384; at 6144 (512 threads, a quarter
     //    of them with one vector) 2.6% slower.
-    // LayerNorm needs more registers (its Welford merges): at 1024-1536 threads an SM it was
-    // 9-25% slower than the register-held row; fp32 parameters 1.5-25% slower.
+    // LayerNorm needs more registers (its Welford merges): at 1024-2048 threads an SM it was
+    // 4-35% slower than the register-held row; fp32 parameters 1.5-25% slower.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         if (!layer && !f32_params) {
             if constexpr (RES) {
