@@ -532,8 +532,8 @@ enum class TwoPassCode { kAll, kRms, kRmsBias };
  * each element is read and written by one thread: y == x and residual_out == residual are safe.
  *
  * Two uses:
- *  - KEEP_IN_L2 (16-byte accesses): 16-bit rows of 4097 to 16384 columns (of 2049 and more
- *    beside a residual, from 128 MiB of input), lesson 4's and lesson 5's scheme. The first
+ *  - KEEP_IN_L2 (16-byte accesses): long 16-bit RMSNorm rows, where pick_launcher's
+ *    measurements put it ahead; lesson 4's and lesson 5's scheme. The first
  *    read marks its lines evict-last, so the second finds them in L2 (marked evict-first
  *    there) and DRAM moves each byte once; a thread needs only 2 vectors, so many more threads
  *    fit an SM than when it holds the row.
