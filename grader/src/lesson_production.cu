@@ -277,6 +277,11 @@ std::vector<ProdCase> prod_cases() {
         {"rows_zero", "rows = 0: create succeeds, the launch launches nothing", 0, 0, 1024, full},
         {"rows_zero_3d", "a 3-D tensor of batch 0: nothing to do", 0, 8, 128, kRstd},
         {"one_row", "a single row", 1, 0, 8192, kLayer | kBias | kRstd},
+        // Decode batches (128 rows or fewer): the reference loads the parameters with the row.
+        {"decode_everything_in_place", "64 rows, LayerNorm + bias + rstd + residual in/out, in place, fp32 parameters",
+         64, 0, 4096, full | kWeightF32 | kBiasF32 | kYInPlace | kResInPlace},
+        {"decode_bias_f32_weight_t", "128 rows, bias in fp32 and weight in T", 128, 0, 2048, kBias | kBiasF32},
+        {"decode_3d_prenorm", "3-D [8, 16, 1024], 128 rows, pre-norm with rstd", 8, 16, 1024, kRstd | kPreNorm},
         {"many_rows_gt_65535", "70001 rows", 70001, 0, 136, kRstd | kPreNorm},
         {"rstd_short_rows", "1001 rows of 256 with rstd: several rows per block", 1001, 0, 256, kRstd},
         {"short_rows_layernorm", "1003 rows of 512, LayerNorm + bias + rstd, in place", 1003, 0, 512,
