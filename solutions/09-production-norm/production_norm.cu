@@ -1075,7 +1075,7 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
     //  - with a bias, 7168 to 16384 columns, 2048 threads an SM (32 registers, 8 bytes spilled):
     //    +0.3-0.9% at 8192, +1.9% at 7168, +0.8-2.9% at 16384; at 6144 (512 threads, a quarter
     //    of them with one vector) 2.6% slower. At 1536 threads an SM: fp16 16384 columns faster
-    //    (below), 8192 columns 0-1.6% slower; 32768 columns (512 threads) 11% slower.
+    //    (below), 8192 columns 0-2.1% slower; 32768 columns (512 threads) 10-11% slower.
     // LayerNorm needs more registers (its Welford merges): at 1024-2048 threads an SM it was
     // 4-35% slower than the register-held row; fp32 parameters 1.5-25% slower.
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
