@@ -441,26 +441,17 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
                 if (idx < nvec) {
                     float s[VEC], w[VEC];
                     sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
-                    if constexpr (EARLY) {
-                        // The parameters from this thread's registers.
-                        load_param_staged<T, VEC>(w_words, a.weight_f32, 0, w);
+                    if constexpr (STAGE || EARLY) {
+                        // The parameters from the block's copy, or (EARLY) from this thread's
+                        // registers, which hold one vector's words at index 0.
+                        const uint4* w_src = EARLY ? w_words : stage_w;
+                        const uint4* b_src = EARLY ? b_words : stage_b;
+                        const int at = EARLY ? 0 : idx;
+                        load_param_staged<T, VEC>(w_src, a.weight_f32, at, w);
 #pragma unroll
                         for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
                         if (!PLAIN && a.bias) {
-                            load_param_staged<T, VEC>(b_words, a.bias_f32, 0, w);
-#pragma unroll
-                            for (int k = 0; k < VEC; ++k) s[k] += w[k];
-                        }
-                        yr[idx] = pack<T, VEC>(s);
-                        continue;
-                    }
-                    if constexpr (STAGE) {
-                        // The parameters from the block's copy.
-                        load_param_staged<T, VEC>(stage_w, a.weight_f32, idx, w);
-#pragma unroll
-                        for (int k = 0; k < VEC; ++k) s[k] = (s[k] - mean) * rstd * w[k];
-                        if (!PLAIN && a.bias) {
-                            load_param_staged<T, VEC>(stage_b, a.bias_f32, idx, w);
+                            load_param_staged<T, VEC>(b_src, a.bias_f32, at, w);
 #pragma unroll
                             for (int k = 0; k < VEC; ++k) s[k] += w[k];
                         }
