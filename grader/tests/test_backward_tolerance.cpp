@@ -12,7 +12,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "lesson_plans.h"
+#include "lessons/common/plan_helpers.h"
 #include "workbook/backward_oracle.h"
 #include "workbook/rmsnorm_backward.h"
 #include "workbook/tolerance.h"

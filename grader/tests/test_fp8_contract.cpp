@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "fp8_error_cases.h"
-#include "workbook/lesson_api.h"
+#include "lessons/11-fp8-quant/error_cases.h"
+#include "lessons/11-fp8-quant/api.h"
 
 using namespace workbook;
 

@@ -21,7 +21,7 @@
 #include <random>
 #include <vector>
 
-#include "l2_clear.h"
+#include "engine/l2_clear.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include "launch_recorder.h"
+#include "launch/launch_recorder.h"
 
 using namespace workbook;
 

@@ -2,10 +2,10 @@
 // stub, and the gate's reason. The GPU side of each is exercised by the known-bad catalogue.
 #include <gtest/gtest.h>
 
-#include "compare_report.h"
-#include "failure_summary.h"
-#include "gate_reason.h"
-#include "launch_diagnosis.h"
+#include "report/compare_report.h"
+#include "report/failure_summary.h"
+#include "bench/gate_reason.h"
+#include "launch/launch_diagnosis.h"
 
 using namespace workbook;
 

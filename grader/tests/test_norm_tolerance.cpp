@@ -11,7 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "lesson_plans.h"
+#include "lessons/common/plan_helpers.h"
 #include "workbook/oracle.h"
 #include "workbook/tolerance.h"
 

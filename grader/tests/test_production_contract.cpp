@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "production_error_cases.h"
-#include "workbook/lesson_api.h"
+#include "lessons/09-production-norm/error_cases.h"
+#include "lessons/09-production-norm/api.h"
 
 using namespace workbook;
 

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 
+from . import recipe
 from .lessons import ROOT, UsageError
 
 BUILD_DIR = os.environ.get("WORKBOOK_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -90,17 +91,16 @@ def library(lesson, which):
 def compile_command(lesson, source_copy, out):
     """The compiler command that builds `source_copy` (a submission's bytes) into the library `out`."""
     cfg = config()
-    define = f'-DWORKBOOK_SOURCE="{source_copy}"'
-    includes = ["-I", cfg["include_dir"]]
-    adapter = cfg["adapter_cpp"] if lesson.number == 1 else cfg["adapter_cu"]
-    if lesson.number == 1:
-        return [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", *includes,
-                "-DWORKBOOK_LESSON=1", define, "-x", "c++", adapter, "-o", out]
+    common = recipe.flags(lesson, source_copy)
+    adapter = cfg["adapter_cpp"] if not lesson.needs_gpu else cfg["adapter_cu"]
+    if not lesson.needs_gpu:
+        return [cfg["cxx"], "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", *common,
+                "-x", "c++", adapter, "-o", out]
     archs = [a for a in cfg["cuda_architectures"].split(",") if a]
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
     return [cfg["nvcc"], "-std=c++17", "-O3", *gencode, "--expt-relaxed-constexpr", "-cudart", "shared",
-            "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared", *includes, f"-DWORKBOOK_LESSON={lesson.number}",
-            define, adapter, "-o", out, f"-L{cfg['cuda_library_dir']}"]
+            "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared", *common, adapter, "-o", out,
+            f"-L{cfg['cuda_library_dir']}"]
 
 
 def compile_source(lesson, source):
@@ -110,16 +110,12 @@ def compile_source(lesson, source):
     cfg = config()
     with open(source, "rb") as f:
         content = f.read()
-    adapter = cfg["adapter_cpp"] if lesson.number == 1 else cfg["adapter_cu"]
+    adapter = cfg["adapter_cpp"] if not lesson.needs_gpu else cfg["adapter_cu"]
     with open(adapter, "rb") as f:
         built_with = f.read()
-    # The headers a submission is compiled against (lessons 9, 10 and 11's contracts among them): a
-    # change there changes the library's layout, so it must not reuse a cached build.
-    for header in ("lesson_api.h", "production_norm.h", "rmsnorm_backward.h", "rmsnorm_fp8.h"):
-        path = os.path.join(cfg["include_dir"], "workbook", header)
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                built_with += f.read()
+    for path in recipe.headers(lesson):
+        with open(path, "rb") as f:
+            built_with += f.read()
     key = hashlib.sha256(content + built_with + cfg["cuda_architectures"].encode()).hexdigest()[:16]
     out_dir = os.path.join(BUILD_DIR, "submissions")
     os.makedirs(out_dir, exist_ok=True)

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 
+from . import recipe
 from .build import BUILD_DIR, BuildError, build_targets
 from .lessons import ROOT, UsageError
 
@@ -68,8 +69,8 @@ def compile_for_emulator(lesson, source, shown):
     tool_bytes = b""
     # The emulator's own headers (cuda_runtime.h, cooperative_groups.h, cub/...) and the contract's
     # are compiled into the library too: a change to any of them makes a new one.
-    headers = sorted(os.path.join(d, n) for root in (cfg["emulator_include"], cfg["grader_include"])
-                     for d, _, names in os.walk(root) for n in names)
+    headers = sorted(os.path.join(d, n) for d, _, names in os.walk(cfg["emulator_include"]) for n in names)
+    headers += recipe.headers(lesson)
     for path in (cfg["rewrite"], cfg["adapter"], cfg["runtime"], *headers):
         with open(path, "rb") as f:
             tool_bytes += hashlib.sha256(f.read()).digest()
@@ -91,8 +92,8 @@ def compile_for_emulator(lesson, source, shown):
     obj = lib + ".o"
     flags = [f for f in cfg["kernel_flags"].split(";") if f]
     compile_cmd = [cfg["cxx"], "-std=c++17", "-fPIC", "-fvisibility=hidden", *flags,
-                   "-I", cfg["emulator_include"], "-I", cfg["grader_include"], f"-DWORKBOOK_LESSON={lesson.number}",
-                   f'-DWORKBOOK_SOURCE="{rewritten}"', "-x", "c++", "-c", cfg["adapter"], "-o", obj]
+                   "-I", cfg["emulator_include"], *recipe.flags(lesson, rewritten), "-x", "c++", "-c", cfg["adapter"],
+                   "-o", obj]
     proc = subprocess.run(compile_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         raise BuildError(f"{shown} did not compile for the CPU emulator", proc.stdout.replace(copy, shown))

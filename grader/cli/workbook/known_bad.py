@@ -1,5 +1,5 @@
 """The catalogue of known-bad kernels: each is the lesson's reference with one bug, kept as the
-edit that introduces it (grader/known_bad/NN-slug/NAME.bad), so the catalogue follows the
+edit that introduces it (grader/lessons/NN-slug/known_bad/NAME.bad), so the catalogue follows the
 reference and every bug reads as a small diff.
 
 A .bad file:
@@ -17,13 +17,13 @@ import re
 
 from .lessons import ROOT, UsageError
 
-CATALOGUE = os.path.join(ROOT, "grader", "known_bad")
+CATALOGUE = os.path.join(ROOT, "grader", "lessons")
 
 
 class KnownBad:
     def __init__(self, path):
         self.path = path
-        self.slug = os.path.basename(os.path.dirname(path))
+        self.slug = os.path.basename(os.path.dirname(os.path.dirname(path)))
         self.lesson = int(self.slug[:2])
         self.name = os.path.splitext(os.path.basename(path))[0]
         with open(path, encoding="utf-8") as f:
@@ -78,7 +78,7 @@ class KnownBad:
 def catalogue():
     found = []
     for slug in sorted(os.listdir(CATALOGUE)):
-        folder = os.path.join(CATALOGUE, slug)
+        folder = os.path.join(CATALOGUE, slug, "known_bad")
         if os.path.isdir(folder):
             found += [KnownBad(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".bad")]
     return found

@@ -1,4 +1,5 @@
 """Finding lessons and their files: `lessonN` on the command line, `NN-slug` on disk."""
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -41,18 +42,37 @@ class Lesson:
         return self._only_file("solutions")
 
     @property
-    def title(self):
+    def manifest_file(self):
+        return os.path.join(ROOT, "lessons", self.slug, "lesson.json")
+
+    @property
+    def manifest(self):
+        """The lesson's manifest (lessons/NN-slug/lesson.json): the one place a lesson declares itself."""
         try:
-            with open(self.readme, encoding="utf-8") as f:
-                first = f.readline().strip()
-        except OSError:
-            return self.slug
-        m = re.match(r"#\s*Lesson\s+\d+\s*[—-]\s*(.+?)(\s*\{#.*\})?$", first)
-        return m.group(1) if m else self.slug
+            with open(self.manifest_file, encoding="utf-8") as f:
+                return json.load(f)
+        except OSError as e:
+            raise UsageError(f"{self.manifest_file} is missing ({e.strerror}): every lesson declares itself there; "
+                             "copy one from another lesson (scripts/new-lesson does)") from None
+        except ValueError as e:
+            raise UsageError(f"{self.manifest_file} is not valid JSON: {e}") from None
+
+    @property
+    def title(self):
+        return self.manifest.get("title", self.slug)
 
     @property
     def needs_gpu(self):
-        return self.number != 1
+        return bool(self.manifest.get("needs_gpu", True))
+
+    @property
+    def emulated(self):
+        return bool(self.manifest.get("emulated", False))
+
+    @property
+    def grader_dir(self):
+        """The lesson's own grader code: case plan, table of entry points, remote proxies, known-bad kernels."""
+        return os.path.join(ROOT, "grader", "lessons", self.slug)
 
 
 def all_lessons():

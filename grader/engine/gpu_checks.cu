@@ -1,0 +1,358 @@
+/// @file gpu_checks.cu
+/// @brief Fill, poison, oracle and write-check kernels of the grader.
+#include "engine/gpu_checks.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/device_stats.h"
+#include "engine/check_grid.h"
+#include "engine/launch_guard.h"
+#include "workbook/cuda_check.h"
+
+namespace workbook {
+namespace {
+
+constexpr int kThreads = kCheckThreads;
+constexpr auto grid_for = check_grid_for;
+
+/// Calls f with a value of the C++ type that `dtype` names.
+template <typename F>
+void with_type(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f32: f(float{}); break;
+        case DType::f16: f(__half{}); break;
+        case DType::bf16: f(__nv_bfloat16{}); break;
+        case DType::e4m3: f(E4m3{}); break;
+    }
+}
+
+/// The same for the activations' type (the inputs' rounding), which is never e4m3.
+template <typename F>
+void with_activation_type(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f16: f(__half{}); break;
+        case DType::bf16: f(__nv_bfloat16{}); break;
+        case DType::e4m3: throw std::logic_error("e4m3 is an output type, not an activation type");
+        default: f(float{}); break;
+    }
+}
+
+template <typename T>
+__global__ void fill_input_kernel(T* data, Layout layout, ValueSpec spec) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / layout.cols, c = i % layout.cols;
+        data[layout.offset(r, c)] = Elem<T>::from_float(raw_value(spec, r, c, layout.cols));
+    }
+}
+
+template <typename Bits>
+__global__ void poison_kernel(Bits* data, Layout layout) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        data[layout.offset(i / layout.cols, i % layout.cols)] = static_cast<Bits>(~Bits(0));
+}
+
+template <typename Bits>
+__global__ void count_poisoned_kernel(const Bits* data, Layout layout, unsigned long long* count) {
+    const int64_t n = layout.rows * layout.cols;
+    unsigned long long mine = 0;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        mine += data[layout.offset(i / layout.cols, i % layout.cols)] == static_cast<Bits>(~Bits(0));
+    if (mine) atomicAdd(count, mine);
+}
+
+
+/// Deliberately naive fp64 oracle: one thread walks one whole row.
+template <typename T>
+__global__ void oracle_stats_kernel(OracleProblem p, RowStats* stats) {
+    for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < p.rows; r += int64_t(gridDim.x) * blockDim.x)
+        stats[r] = oracle_row_stats<T>(p, r);
+}
+
+/// The expected value of element (r, c) of an output, and the scale its accumulation error grows with.
+template <typename T>
+WB_HD inline double expected_value(const OracleProblem& p, OutputKind kind, int64_t r, int64_t c, RowStats st,
+                                   double* scale) {
+    *scale = 0.0;
+    switch (kind) {
+        case OutputKind::rounded_sum: return oracle_sum_input<T>(p, r, c);
+        case OutputKind::rstd: *scale = rstd_scale(st.mean_abs, st.rstd); return st.rstd;
+        case OutputKind::normalised_scaled: *scale = oracle_output_scale<T>(p, r, c, st); return oracle_output<T>(p, r, c, st);
+        case OutputKind::external: return 0.0;  // judged by the call's own check, never here
+        default: return oracle_output<T>(p, r, c, st.rstd);
+    }
+}
+
+/// T: the activations' type (the inputs' rounding); S: how the output is stored.
+template <typename T, typename S, typename Bits>
+__global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, const S* y, const RowStats* row_stats,
+                               OutputKind kind, Tolerance tol, DeviceStats* stats) {
+    const int64_t n = p.rows * cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / cols, c = i % cols;
+        const S v = y[layout.offset(r, c)];
+        const double got = Elem<S>::to_float(v);
+        double scale = 0.0;
+        const double expected = expected_value<T>(p, kind, r, c, row_stats[r], &scale);
+        if (!within(expected, got, tol, scale)) {
+            atomicAdd(&stats->bad, 1ull);
+            if (*reinterpret_cast<const Bits*>(&v) == static_cast<Bits>(~Bits(0))) atomicAdd(&stats->unwritten, 1ull);
+            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+        }
+    }
+}
+
+/// Counts owned elements whose bits differ from what fill_input wrote.
+template <typename T, typename Bits>
+__global__ void input_check_kernel(const T* data, Layout layout, ValueSpec spec, DeviceStats* stats) {
+    const int64_t n = layout.rows * layout.cols;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = i / layout.cols, c = i % layout.cols;
+        const T want = Elem<T>::from_float(raw_value(spec, r, c, layout.cols));
+        const T have = data[layout.offset(r, c)];
+        if (*reinterpret_cast<const Bits*>(&want) != *reinterpret_cast<const Bits*>(&have)) {
+            atomicAdd(&stats->bad, 1ull);
+            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+        }
+    }
+}
+
+/// Counts elements of the span that no row owns (padding) and whose bytes lost the marker.
+__global__ void padding_check_kernel(const unsigned char* data, Layout layout, int elem_size, DeviceStats* stats) {
+    const int64_t n = layout.span();
+    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+        if (layout.owns(e)) continue;
+        for (int b = 0; b < elem_size; ++b)
+            if (data[e * elem_size + b] != kMarkerByte) {
+                atomicAdd(&stats->bad, 1ull);
+                atomicMin(&stats->first, static_cast<unsigned long long>(e));
+                break;
+            }
+    }
+}
+
+__global__ void scribble_kernel(int words) {
+    extern __shared__ float smem[];
+    for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = __int_as_float(0x7fffffff);
+}
+
+
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>;
+
+}  // namespace
+
+void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t stream) {
+    WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
+    const Layout& l = t.layout();
+    if (l.rows == 0) return;
+    with_type(t.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        fill_input_kernel<T><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<T*>(t.data()), l, spec);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+void poison_output(const DeviceTensor& t, cudaStream_t stream) {
+    WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
+    const Layout& l = t.layout();
+    if (l.rows == 0) return;
+    with_type(t.dtype(), [&](auto tag) {
+        using Bits = BitsOf<decltype(tag)>;
+        poison_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<Bits*>(t.data()), l);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
+    const Layout& l = t.layout();
+    if (l.rows == 0) return 0;
+    StatsBuffer stats(stream);
+    with_type(t.dtype(), [&](auto tag) {
+        using Bits = BitsOf<decltype(tag)>;
+        count_poisoned_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+            static_cast<const Bits*>(t.data()), l, &stats.get()->bad);
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+    return static_cast<size_t>(stats.read().bad);
+}
+
+namespace {
+Tolerance tolerance_for(OutputKind kind, DType dtype, int64_t cols, int extra_ulps) {
+    switch (kind) {
+        case OutputKind::rounded_sum: return rounded_sum_tolerance(dtype);
+        case OutputKind::normalised_scaled: return norm_output_tolerance(dtype, cols, extra_ulps);
+        case OutputKind::rstd: return rstd_tolerance(dtype, cols, extra_ulps);
+        case OutputKind::external:  // judged by the call's own check
+        default: return output_tolerance(dtype, cols, extra_ulps);
+    }
+}
+}  // namespace
+
+CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTensor& y, OutputKind kind,
+                             int extra_ulps, cudaStream_t stream) {
+    CompareResult result;
+    result.tol = tolerance_for(kind, dtype, p.cols, extra_ulps);
+    if (p.rows == 0) return result;
+    // rstd has one element per row; every other output one per (row, col).
+    const int64_t cols = kind == OutputKind::rstd ? 1 : p.cols;
+    result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(cols);
+    StatsBuffer stats(stream);
+    RowStats* row_stats = nullptr;
+    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * p.rows, stream));
+    with_activation_type(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        oracle_stats_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, row_stats);
+        with_type(y.dtype(), [&](auto stored) {
+            using S = decltype(stored);
+            compare_kernel<T, S, BitsOf<S>><<<grid_for(p.rows * cols), kThreads, 0, stream>>>(
+                p, cols, y.layout(), static_cast<const S*>(y.data()), row_stats, kind, result.tol, stats.get());
+        });
+    });
+    WB_CUDA_CHECK(cudaGetLastError());
+    WB_CUDA_CHECK(cudaFreeAsync(row_stats, stream));
+    const DeviceStats s = stats.read();
+    result.bad = s.bad;
+    result.unwritten = s.unwritten;
+    if (s.bad == 0) return result;
+    result.first_row = static_cast<int64_t>(s.first / cols);
+    result.first_col = static_cast<int64_t>(s.first % cols);
+    // Recompute the first wrong element on the CPU: the report does not rest on the GPU oracle alone.
+    with_activation_type(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        with_type(y.dtype(), [&](auto stored) {
+            using S = decltype(stored);
+            S v;
+            const auto* src = static_cast<const S*>(y.data()) + y.layout().offset(result.first_row, result.first_col);
+            WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
+            result.got = Elem<S>::to_float(v);
+            result.first_unwritten = *reinterpret_cast<const BitsOf<S>*>(&v) == static_cast<BitsOf<S>>(~BitsOf<S>(0));
+            double scale = 0.0;
+            result.expected = expected_value<T>(p, kind, result.first_row, result.first_col,
+                                                oracle_row_stats<T>(p, result.first_row), &scale);
+        });
+    });
+    return result;
+}
+
+std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream) {
+    std::vector<unsigned char> lead(t.lead_bytes()), tail(kGuardBytes);
+    WB_CUDA_CHECK(cudaMemcpyAsync(lead.data(), t.base(), lead.size(), cudaMemcpyDeviceToHost, stream));
+    WB_CUDA_CHECK(cudaMemcpyAsync(tail.data(), t.base() + t.lead_bytes() + t.span_bytes(), tail.size(),
+                                  cudaMemcpyDeviceToHost, stream));
+    StatsBuffer stats(stream);
+    if (t.layout().rows > 0) {
+        padding_check_kernel<<<grid_for(t.layout().span()), kThreads, 0, stream>>>(
+            static_cast<const unsigned char*>(t.data()), t.layout(), static_cast<int>(dtype_size(t.dtype())),
+            stats.get());
+        WB_CUDA_CHECK(cudaGetLastError());
+    }
+    const DeviceStats s = stats.read();
+    std::size_t before = 0, after = 0;
+    for (unsigned char b : lead) before += b != kMarkerByte;
+    for (unsigned char b : tail) after += b != kMarkerByte;
+    std::string out;
+    char buf[256];
+    if (before) {
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes before %s's "
+                      "first element. ", before, lead.size(), tensor_name);
+        out += buf;
+    }
+    if (after) {
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes after %s's "
+                      "last element. ", after, tail.size(), tensor_name);
+        out += buf;
+    }
+    if (s.bad) {
+        const Layout& l = t.layout();
+        std::snprintf(buf, sizeof buf, "wrote outside the output: %llu padding element(s) of %s changed (elements "
+                      "between a row's end and the next row's start), the first at element %llu (after row %lld). ",
+                      (unsigned long long)s.bad, tensor_name, (unsigned long long)s.first,
+                      (long long)(s.first / l.outer_stride));
+        out += buf;
+    }
+    return out;
+}
+
+std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, const char* tensor_name,
+                                  cudaStream_t stream) {
+    const Layout& l = t.layout();
+    StatsBuffer stats(stream);
+    if (l.rows > 0) {
+        with_type(t.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            input_check_kernel<T, BitsOf<T>><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+                static_cast<const T*>(t.data()), l, spec, stats.get());
+        });
+        WB_CUDA_CHECK(cudaGetLastError());
+    }
+    const DeviceStats s = stats.read();
+    std::string out;
+    if (s.bad) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "the input %s was modified: %llu element(s) changed, the first at row %lld, "
+                      "col %lld (inputs are read-only here). ", tensor_name, (unsigned long long)s.bad,
+                      (long long)(s.first / l.cols), (long long)(s.first % l.cols));
+        out = buf;
+    }
+    const std::string outside = check_untouched_outside(t, tensor_name, stream);
+    if (!outside.empty()) out += "the input's guard zone or padding changed: " + outside;
+    return out;
+}
+
+void scribble_shared_memory(cudaStream_t stream) {
+#ifdef WORKBOOK_CPU_EMULATOR
+    // The CPU emulator fills each block's shared memory with NaN when the block starts.
+    (void)stream;
+    return;
+#endif
+    static int smem_bytes = -1, blocks = 0;
+    if (smem_bytes < 0) {
+        int device = 0;
+        WB_CUDA_CHECK(cudaGetDevice(&device));
+        cudaDeviceProp prop{};
+        WB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+        smem_bytes = static_cast<int>(prop.sharedMemPerBlockOptin);
+        WB_CUDA_CHECK(cudaFuncSetAttribute(scribble_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+        const int per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor / prop.sharedMemPerBlockOptin);
+        blocks = prop.multiProcessorCount * (per_sm < 1 ? 1 : per_sm);
+    }
+    scribble_kernel<<<blocks, 1024, smem_bytes, stream>>>(smem_bytes / 4);
+    WB_CUDA_CHECK(cudaGetLastError());
+}
+
+std::string self_check_gpu_oracle(cudaStream_t stream) {
+    OracleProblem p;
+    p.rows = 9;
+    p.cols = 3001;
+    p.x = ValueSpec{12345, 0, 0.0f, 3.0f};
+    p.weight = ValueSpec{12345, 1, 0.25f, 2.0f, true};
+    p.has_residual = true;
+    p.residual = ValueSpec{12345, 2, 0.0f, 1.0f};
+    // The RMSNorm problem, then a LayerNorm one whose rows have a mean far from zero.
+    for (int layer = 0; layer < 2; ++layer) {
+        p.layer_norm = layer == 1;
+        p.x.offset = layer == 1 ? 100.0f : 0.0f;
+        std::vector<RowStats> gpu(p.rows);
+        RowStats* stats = nullptr;
+        WB_CUDA_CHECK(cudaMalloc(&stats, sizeof(RowStats) * p.rows));
+        oracle_stats_kernel<__half><<<1, kThreads, 0, stream>>>(p, stats);
+        WB_CUDA_CHECK(cudaGetLastError());
+        WB_CUDA_CHECK(cudaMemcpyAsync(gpu.data(), stats, sizeof(RowStats) * p.rows, cudaMemcpyDeviceToHost, stream));
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        WB_CUDA_CHECK(cudaFree(stats));
+        for (int64_t r = 0; r < p.rows; ++r) {
+            const RowStats cpu = oracle_row_stats<__half>(p, r);
+            if (!(std::fabs(gpu[r].rstd - cpu.rstd) <= 1e-12 * std::fabs(cpu.rstd)) ||
+                !(std::fabs(gpu[r].mean - cpu.mean) <= 1e-12 * (1.0 + std::fabs(cpu.mean))))
+                return std::string("the GPU oracle disagrees with the CPU oracle (") + (layer ? "LayerNorm" : "RMSNorm") +
+                       ") at row " + std::to_string(r);
+        }
+    }
+    return "";
+}
+
+}  // namespace workbook

@@ -1,0 +1,112 @@
+/// @file lesson1_cpu.cpp
+/// @brief Cases of lesson 1, graded entirely on the CPU against the same fp64 oracle.
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/buffer_hooks.h"
+#include "report/compare_report.h"
+#include "lessons/common/plan_helpers.h"
+#include "lessons/01-cpu-reference/api.h"
+#include "workbook/oracle.h"
+#include "workbook/tolerance.h"
+
+namespace workbook {
+namespace {
+
+constexpr size_t kGuard = 1024;  ///< floats of guard zone on each side of the output
+constexpr float kGuardValue = -12345.678f;
+
+struct CpuCase {
+    std::string name, what;
+    int64_t rows, cols;
+    InputKind kind = InputKind::normal;
+    float eps = 1e-5f;
+};
+
+CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn) {
+    OracleProblem p;
+    p.rows = c.rows;
+    p.cols = c.cols;
+    p.eps = c.eps;
+    p.x = input_spec(c.kind, seed, 0, c.rows);
+    p.weight = weight_spec(seed);
+    const size_t n = static_cast<size_t>(c.rows * c.cols);
+    // Allocated through the buffer hooks: under remote grading the submission's process maps them.
+    HostArray<float> x(n), w(static_cast<size_t>(c.cols)), y(n + 2 * kGuard, kGuardValue);
+    for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t col = 0; col < c.cols; ++col) x[r * c.cols + col] = input_value<float>(p.x, r, col, c.cols);
+    for (int64_t col = 0; col < c.cols; ++col) w[col] = input_value<float>(p.weight, 0, col, c.cols);
+    const std::vector<float> x_before(x.data(), x.data() + n), w_before(w.data(), w.data() + w.size());
+    float* out = y.data() + kGuard;
+    std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+
+    fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
+
+    CompareResult cmp;
+    cmp.tol = output_tolerance(DType::f32, c.cols);
+    cmp.total = n;
+    for (int64_t r = 0; r < c.rows; ++r) {
+        const double inv = oracle_inv_rms<float>(p, r);
+        for (int64_t col = 0; col < c.cols; ++col) {
+            const double expected = oracle_output<float>(p, r, col, inv);
+            const float got = out[r * c.cols + col];
+            if (within(expected, got, cmp.tol)) continue;
+            const bool never = std::isnan(got) && !std::isnan(expected);
+            cmp.unwritten += never;
+            if (cmp.bad++ == 0) {
+                cmp.first_row = r;
+                cmp.first_col = col;
+                cmp.expected = expected;
+                cmp.got = got;
+                cmp.first_unwritten = never;
+            }
+        }
+    }
+    std::string problems = cmp.bad ? describe_failure(cmp, "y") : "";
+    size_t outside = 0;
+    for (size_t i = 0; i < kGuard; ++i) outside += (y[i] != kGuardValue) + (y[kGuard + n + i] != kGuardValue);
+    if (outside)
+        problems += std::string(problems.empty() ? "" : "; ") + "wrote outside the output: " +
+                    std::to_string(outside) + " guard element(s) changed";
+    if (std::memcmp(x.data(), x_before.data(), n * sizeof(float)) != 0 ||
+        std::memcmp(w.data(), w_before.data(), w.size() * sizeof(float)) != 0)
+        problems += (problems.empty() ? "" : "; ") + std::string("the inputs x or weight were modified");
+    return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
+}
+
+}  // namespace
+
+static LessonPlan cpu_plan(const Submission& student) {
+    const std::vector<CpuCase> cases = {
+        {"rows_zero", "rows = 0 does nothing", 0, 64},
+        {"one_row", "a single row", 1, 4096},
+        {"cols_1", "rows of one element", 33, 1},
+        {"cols_lt_warp", "19 columns", 100, 19},
+        {"prime_cols", "4099 columns", 17, 4099},
+        {"odd_cols", "1001 columns", 40, 1001},
+        {"many_rows_gt_65535", "70001 short rows", 70001, 8},
+        {"all_zero_rows", "every other row is all zeros: outputs 0, not NaN", 64, 512, InputKind::zero_rows},
+        {"nan_row_isolated", "a NaN in row 37 must not leak into other rows", 64, 256, InputKind::nan_row},
+        {"eps_inside_sqrt", "small values with eps = 1e-2: eps belongs inside the square root", 32, 512,
+         InputKind::small, 1e-2f},
+        {"fp32_drift_long_rows", "65536 columns: a plain fp32 loop drifts but stays in tolerance", 8, 65536},
+        {"bench_1024x4096_f32", "a larger matrix", 1024, 4096},
+    };
+    LessonPlan plan;
+    const api::Lesson1& fn = student.table<api::Lesson1>();
+    for (const CpuCase& c : cases) {
+        Case k;
+        k.name = c.name;
+        k.what = c.what;
+        k.run = [c, &fn](uint64_t seed, int) { return run_cpu_case(c, seed, fn); };
+        plan.cases.push_back(k);
+    }
+    return plan;
+}
+
+}  // namespace workbook
+
+WORKBOOK_REGISTER_PLAN(1, [](const workbook::Submission& student, const workbook::Submission*,
+                             const workbook::PlanOptions&) { return workbook::cpu_plan(student); })

@@ -1,0 +1,153 @@
+/// @file lesson_qk_norm.cu
+/// @brief Cases and benchmark shapes of lesson 6, the per-head norm of q and k.
+///
+/// x is [tokens, heads, head_dim] with a token and a head stride: usually the q (or k) slice of a
+/// fused qkv tensor, whose token stride (heads + 2 kv_heads) * head_dim leaves the other parts in
+/// between. y is either x itself (same pointer and strides) or a separate tensor.
+#include "engine/gpu_case.h"
+#include "lessons/common/plan_helpers.h"
+#include "lessons/06-qk-norm/api.h"
+
+namespace workbook {
+namespace {
+
+using QkFn = std::function<cudaError_t(const void* x, int64_t xts, int64_t xhs, const void* w, void* y, int64_t yts,
+                                       int64_t yhs, int64_t tokens, int64_t heads, int64_t head_dim, float eps,
+                                       cudaStream_t)>;
+
+template <typename T>
+QkFn typed(api::QkNormFn<T> fn) {
+    return [fn](const void* x, int64_t xts, int64_t xhs, const void* w, void* y, int64_t yts, int64_t yhs,
+                int64_t tokens, int64_t heads, int64_t d, float eps, cudaStream_t s) {
+        return fn(static_cast<const T*>(x), xts, xhs, static_cast<const T*>(w), static_cast<T*>(y), yts, yhs, tokens,
+                  heads, d, eps, s);
+    };
+}
+
+QkFn qk_fn(const Submission& s, DType t) {
+    return typed_entry(s.table<api::Lesson6>(), t, [](auto fn) { return typed(fn); });
+}
+
+/// A case: x's strides (0 = contiguous), y's (0 = contiguous), or y in place.
+struct QkCase {
+    std::string name, what;
+    int64_t tokens, heads, head_dim;
+    int64_t x_token_stride = 0, x_head_stride = 0;
+    bool in_place = false;
+    InputKind kind = InputKind::normal;
+    int64_t misalign = 0;
+    bool f16_only = false;
+    int repeats = 2;
+};
+
+/// Token stride of q inside a qkv tensor with `kv` key/value heads per q head group.
+int64_t qkv_stride(int64_t heads, int64_t kv_heads, int64_t d) { return (heads + 2 * kv_heads) * d; }
+
+GpuCall qk_call(const QkCase& c, DType dtype, uint64_t seed, const QkFn& fn) {
+    GpuCall call;
+    call.dtype = dtype;
+    const int64_t xhs = c.x_head_stride ? c.x_head_stride : c.head_dim;
+    const int64_t xts = c.x_token_stride ? c.x_token_stride : c.heads * xhs;
+    const int64_t yhs = c.in_place ? xhs : c.head_dim;
+    const int64_t yts = c.in_place ? xts : c.heads * c.head_dim;
+    OracleProblem& p = call.problem;
+    p.rows = c.tokens * c.heads;
+    p.cols = c.head_dim;
+    p.eps = 1e-6;
+    p.x = input_spec(c.kind, seed, 0, p.rows);
+    p.weight = weight_spec(seed);
+    TensorRole y{"y", Layout::heads_of(c.tokens, c.heads, c.head_dim, yts, yhs), c.misalign, false};
+    y.alias_of = c.in_place ? 0 : -1;
+    call.tensors = {TensorRole{"x", Layout::heads_of(c.tokens, c.heads, c.head_dim, xts, xhs), c.misalign, true, p.x},
+                    TensorRole{"weight", Layout::rows_of(1, c.head_dim, c.head_dim), c.misalign, true, p.weight}, y};
+    const int64_t tokens = c.tokens, heads = c.heads, d = c.head_dim;
+    call.launch = [=](const std::vector<void*>& data, cudaStream_t s) {
+        return fn(data[0], xts, xhs, data[1], data[2], yts, yhs, tokens, heads, d, 1e-6f, s);
+    };
+    return call;
+}
+
+std::vector<QkCase> qk_cases() {
+    const int64_t q128 = qkv_stride(32, 8, 128);
+    const InputKind normal = InputKind::normal;
+    return {
+        {"qkv_slice_q", "q of a qkv tensor (32 heads, 8 kv heads, dim 128), out of place", 300, 32, 128, q128, 128},
+        {"qkv_slice_k", "k of a qkv tensor (8 kv heads), out of place", 300, 8, 128, q128, 128},
+        {"in_place", "q of a qkv tensor normalised in place; k and v must stay untouched", 300, 32, 128, q128, 128,
+         true},
+        {"head_dim_64", "head_dim 64, contiguous", 500, 16, 64},
+        {"head_dim_128", "head_dim 128, contiguous, in place", 500, 16, 128, 0, 0, true},
+        {"head_dim_256", "head_dim 256 in a qkv tensor", 300, 8, 256, qkv_stride(8, 2, 256), 256},
+        {"odd_head_dim", "head_dim 97: no vector width divides it", 300, 12, 97, qkv_stride(12, 4, 97), 97},
+        {"padded_heads_partial_vector",
+         "head_dim 97 in heads padded to 104 (token stride 832), in place: the strides allow full vectors, head_dim "
+         "does not",
+         300, 8, 97, 8 * 104, 104, true},
+        {"head_stride_padded", "head stride 144 for head_dim 128: padding between heads stays untouched", 300, 8, 128,
+         8 * 144 + 64, 144, true},
+        {"rows_zero", "tokens = 0 returns success and launches nothing", 0, 32, 128},
+        {"cols_1", "head_dim 1", 100, 4, 1},
+        {"cols_lt_warp", "head_dim 19", 200, 6, 19, qkv_stride(6, 2, 19), 19},
+        {"many_rows_gt_65535", "70001 tokens", 70001, 2, 64},
+        {"misaligned_base", "x, weight and y one element past an aligned address", 300, 8, 128, q128, 128, false,
+         normal, 1},
+        {"all_zero_rows", "every other head is all zeros", 200, 16, 128, 0, 0, false, InputKind::zero_rows},
+        {"nan_row_isolated", "a NaN in one head must not leak into other heads", 100, 8, 128, 0, 0, false,
+         InputKind::nan_row},
+        {"fp16_huge_values", "fp16 values near 65504", 100, 8, 128, 0, 0, false, InputKind::huge, 0, true},
+        {"cols_max_65536", "head_dim 65536, the contract's longest row", 8, 2, 65536},
+        {"past_2pow31_elements", "a qkv tensor past 2^31 elements, in place", 349600, 32, 128, q128, 128, true,
+         normal, 0, true, 1},
+    };
+}
+
+}  // namespace
+
+static LessonPlan qk_norm_plan(const Submission& student, const Submission& reference, const PlanOptions& opt) {
+    LessonPlan plan;
+    for (const QkCase& c : qk_cases()) {
+        for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+            if (c.f16_only && t != DType::f16) continue;
+            const QkFn fn = qk_fn(student, t);
+            const bool large = c.tokens * c.heads * c.head_dim > (int64_t(1) << 22);
+            plan.cases.push_back(make_gpu_case(c.name + "_" + dtype_name(t), c.what,
+                                               [c, t, fn](uint64_t seed) { return qk_call(c, t, seed, fn); },
+                                               c.repeats, large));
+        }
+    }
+    // The layout attention uses (q of qkv, 32 heads, 8 kv heads, dim 128) and a contiguous one.
+    struct Shape {
+        std::string label;
+        QkCase c;
+        DType t;
+    };
+    const int64_t q128 = qkv_stride(32, 8, 128);
+    std::vector<Shape> shapes = {
+        {"qkv_q_32768x32x128", {"", "", 32768, 32, 128, q128, 128}, DType::bf16},
+        {"qkv_q_32768x32x128", {"", "", 32768, 32, 128, q128, 128}, DType::f16},
+        {"32768x32x128", {"", "", 32768, 32, 128}, DType::bf16},
+        {"qkv_q_128x32x128", {"", "", 128, 32, 128, q128, 128}, DType::bf16},
+    };
+    if (opt.full_bench) {
+        shapes.push_back({"32768x32x128", {"", "", 32768, 32, 128}, DType::f16});
+        shapes.push_back({"qkv_q_16384x64x64", {"", "", 16384, 64, 64, qkv_stride(64, 8, 64), 64}, DType::bf16});
+    }
+    for (const Shape& s : shapes) {
+        const QkFn fs = qk_fn(student, s.t), fr = qk_fn(reference, s.t);
+        const QkCase c = s.c;
+        const DType t = s.t;
+        QkCase checked = c;  // tokens cut on the CPU emulator; heads and layout stay
+        checked.tokens = checked_bench_rows(c.tokens, c.heads * c.head_dim, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + s.label + "_" + dtype_name(t), checked_bench_what(c.tokens, checked.tokens),
+                                           [checked, t, fs](uint64_t seed) { return qk_call(checked, t, seed, fs); }, 1,
+                                           true));
+        plan.bench.push_back(make_bench_shape(s.label, t, [c, t, fs](uint64_t seed) { return qk_call(c, t, seed, fs); },
+                                              [c, t, fr](uint64_t seed) { return qk_call(c, t, seed, fr); }));
+    }
+    return plan;
+}
+
+}  // namespace workbook
+
+WORKBOOK_REGISTER_PLAN(6, [](const workbook::Submission& student, const workbook::Submission* reference,
+                              const workbook::PlanOptions& opt) { return workbook::qk_norm_plan(student, *reference, opt); })

@@ -1,0 +1,18 @@
+/// @file remote.cu
+/// @brief Lesson 8 graded remotely (the leaderboard, `--remote`): its proxy table and invokers.
+#include "lessons/08-cluster/api.h"
+#include "remote/proxy.h"
+#include "remote/remote_registry.h"
+
+namespace workbook::remote {
+namespace {
+
+template <int S>
+const void* proxy_table() { return typed_proxy_table<S, api::Lesson8>(); }
+
+std::vector<Invoker> invokers(const void* table) { return typed_invokers(*static_cast<const api::Lesson8*>(table)); }
+
+}  // namespace
+}  // namespace workbook::remote
+
+WORKBOOK_REGISTER_REMOTE(8, workbook::remote::proxy_table, workbook::remote::invokers)

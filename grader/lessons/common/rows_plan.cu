@@ -1,0 +1,190 @@
+/// @file rows_plan.cu
+/// @brief Cases of the row-normalisation lessons 2, 3, 4 and 8; each brings its own benchmark shapes.
+///
+/// Lessons 2 and 3 take fp32 contiguous rows; lessons 4 and 8 take any element type, row
+/// strides and element-aligned pointers. One case table serves all four: a case says
+/// which of those freedoms it exercises, and a lesson runs the cases its contract allows.
+#include <string>
+#include <vector>
+
+#include "engine/gpu_case.h"
+#include "lessons/common/plan_helpers.h"
+#include "lessons/common/rows_plan.h"
+#include "lessons/common/rows_api.h"
+
+namespace workbook {
+namespace {
+
+/// The strided entry point with its element type erased.
+using RowsFn = std::function<cudaError_t(const void* x, int64_t x_stride, const void* w, void* y, int64_t y_stride,
+                                         int64_t rows, int64_t cols, float eps, cudaStream_t stream)>;
+
+template <typename T>
+RowsFn typed_rows_fn(api::StridedFn<T> fn) {
+    return [fn](const void* x, int64_t xs, const void* w, void* y, int64_t ys, int64_t rows, int64_t cols, float eps,
+                cudaStream_t stream) {
+        return fn(static_cast<const T*>(x), xs, static_cast<const T*>(w), static_cast<T*>(y), ys, rows, cols, eps,
+                  stream);
+    };
+}
+
+RowsFn rows_fn(const RowsLesson& lesson, const Submission& s, DType dtype) {
+    if (!lesson.typed) {
+        auto fn = s.table<api::RowsTable>().rmsnorm;
+        return [fn](const void* x, int64_t, const void* w, void* y, int64_t, int64_t rows, int64_t cols, float eps,
+                    cudaStream_t stream) {
+            return fn(static_cast<const float*>(x), static_cast<const float*>(w), static_cast<float*>(y), rows, cols,
+                      eps, stream);
+        };
+    }
+    return typed_entry(s.table<api::StridedTable>(), dtype, [](auto fn) { return typed_rows_fn(fn); });
+}
+
+/// One row case. Strides and misalignment are only used by lessons that allow them.
+struct RowsCase {
+    std::string name;
+    std::string what;
+    int64_t rows, cols;
+    InputKind kind = InputKind::normal;
+    int64_t x_pad = 0, y_pad = 0;          ///< row stride = cols + pad
+    int64_t x_mis = 0, w_mis = 0, y_mis = 0;  ///< elements past an aligned address
+    float eps = 1e-5f;
+    int repeats = 2;
+    bool strided_only = false;  ///< needs strides or misalignment (lessons 4 and 8)
+    bool f16_only = false;
+    int64_t min_max_cols = 0;   ///< run only where the lesson accepts cols this large
+};
+
+GpuCall rows_call(const RowsCase& c, DType dtype, uint64_t seed, const RowsFn& fn) {
+    GpuCall call;
+    call.dtype = dtype;
+    call.problem.rows = c.rows;
+    call.problem.cols = c.cols;
+    call.problem.eps = c.eps;
+    call.problem.x = input_spec(c.kind, seed, 0, c.rows);
+    call.problem.weight = weight_spec(seed);
+    const int64_t xs = c.cols + c.x_pad, ys = c.cols + c.y_pad;
+    call.tensors = {
+        TensorRole{"x", Layout::rows_of(c.rows, c.cols, xs), c.x_mis, true, call.problem.x},
+        TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), c.w_mis, true, call.problem.weight},
+        TensorRole{"y", Layout::rows_of(c.rows, c.cols, ys), c.y_mis, false},
+    };
+    const int64_t rows = c.rows, cols = c.cols;
+    const float eps = c.eps;
+    call.launch = [fn, xs, ys, rows, cols, eps](const std::vector<void*>& d, cudaStream_t s) {
+        return fn(d[0], xs, d[1], d[2], ys, rows, cols, eps, s);
+    };
+    return call;
+}
+
+std::vector<RowsCase> row_cases() {
+    const InputKind zero = InputKind::zero_rows, nan = InputKind::nan_row, huge = InputKind::huge, small = InputKind::small;
+    std::vector<RowsCase> v = {
+        {"rows_zero", "rows = 0 returns success and launches nothing", 0, 1024},
+        {"one_row", "a single row", 1, 4096},
+        {"many_rows_gt_65535", "70001 rows: more than gridDim.y or a 16-bit count can hold", 70001, 136},
+        {"cols_1", "rows of one element", 257, 1},
+        {"cols_lt_warp", "19 columns: fewer than a warp's lanes", 1000, 19},
+        {"prime_cols", "4099 columns: prime, no vector width or block size divides it", 513, 4099},
+        {"odd_cols", "1001 columns", 300, 1001},
+        {"cols_not_multiple_of_width", "4100 columns: the vector width drops to 4", 400, 4100, InputKind::normal, 0, 0,
+         0, 0, 0, 1e-5f, 2, true},
+        {"cols_gt_1024xwidth", "9000 columns: more than 1024 threads x vector width", 200, 9000},
+        {"cols_max_65536", "65536 columns, the contract's longest row (fp32 sum drift stays in tolerance)", 64, 65536},
+        {"all_zero_rows", "every other row is all zeros: outputs 0, not NaN", 1000, 1024, zero},
+        {"nan_row_isolated", "a NaN in row 37 must not leak into other rows", 100, 2048, nan},
+        {"eps_inside_sqrt", "small values with eps = 1e-2: eps belongs inside the square root", 300, 512, small, 0, 0,
+         0, 0, 0, 1e-2f},
+        {"misaligned_base", "x, weight and y each start one element past an aligned address", 300, 4096,
+         InputKind::normal, 0, 0, 1, 1, 1, 1e-5f, 2, true},
+        {"misaligned_stride", "odd row strides (cols + 1 for x, cols + 3 for y)", 300, 2048, InputKind::normal, 1, 3, 0,
+         0, 0, 1e-5f, 2, true},
+        {"row_stride_gt_cols", "row strides larger than cols; the padding must stay untouched", 300, 1000,
+         InputKind::normal, 24, 64, 0, 0, 0, 1e-5f, 2, true},
+        {"fp16_huge_values", "fp16 values near 65504: squares overflow an fp16 accumulator", 256, 4096, huge, 0, 0, 0,
+         0, 0, 1e-5f, 2, true, true},
+        {"past_2pow31_elements", "rows x stride past 2^31 elements: 64-bit indexing", 32769, 65536, InputKind::normal,
+         0, 0, 0, 0, 0, 1e-5f, 1},
+        {"short_rows_partial_block", "1001 rows of 256 columns: a block of several rows ends part-way", 1001, 256},
+        {"short_rows_strided", "1003 rows of 512 columns with padded row strides", 1003, 512, InputKind::normal, 8, 24,
+         0, 0, 0, 1e-5f, 2, true},
+        // The vector width must follow cols even where every stride and pointer would allow more:
+        // a last, partial vector stored whole lands in the padding or the guard zone.
+        {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
+        {"padded_stride_partial_vector",
+         "4095 columns in rows padded to 4096 (x) and 4160 (y) elements: the strides allow full vectors, cols does not",
+         300, 4095, InputKind::normal, 1, 65, 0, 0, 0, 1e-5f, 2, true},
+        {"misaligned_weight_only", "x and y aligned, weight one element off: each pointer limits the width",
+         300, 4096, InputKind::normal, 0, 0, 0, 1, 0, 1e-5f, 2, true},
+    };
+    return v;
+}
+
+/// Long-row cases (lesson 8: rows up to 262144 columns).
+std::vector<RowsCase> long_row_cases() {
+    RowsCase base{"", "", 0, 0};
+    std::vector<RowsCase> v;
+    for (auto [name, rows, cols] : {std::tuple{"cols_65536", 64, 65536}, std::tuple{"cols_131072", 32, 131072},
+                                    std::tuple{"cols_262144", 16, 262144}, std::tuple{"cols_262143_prime_tail", 16, 262139}}) {
+        RowsCase c = base;
+        c.name = name;
+        c.what = "rows of " + std::to_string(cols) + " columns, longer than one block holds";
+        c.rows = rows;
+        c.cols = cols;
+        v.push_back(c);
+    }
+    RowsCase mis = v.back();
+    mis.name = "cols_262144_misaligned";
+    mis.what = "262144 columns, every pointer one element off alignment and odd strides";
+    mis.cols = 262144;
+    mis.x_mis = mis.w_mis = mis.y_mis = 1;
+    mis.x_pad = 1;
+    mis.y_pad = 3;
+    v.push_back(mis);
+    return v;
+}
+
+}  // namespace
+
+LessonPlan rows_plan(const RowsLesson& lesson, const Submission& student, const Submission& reference,
+                     const PlanOptions& opt) {
+    LessonPlan plan;
+    const bool typed = lesson.typed;
+    const std::vector<DType> dtypes = typed ? std::vector<DType>{DType::f32, DType::f16, DType::bf16}
+                                            : std::vector<DType>{DType::f32};
+    std::vector<RowsCase> cases = row_cases();
+    if (lesson.long_rows) {
+        const auto more = long_row_cases();
+        cases.insert(cases.end(), more.begin(), more.end());
+    }
+    for (const RowsCase& c : cases) {
+        if (c.strided_only && !typed) continue;
+        for (DType t : dtypes) {
+            if (c.f16_only && t != DType::f16) continue;
+            // One element type is enough for the largest case; it is about indexing, not arithmetic.
+            if (c.name == "past_2pow31_elements" && typed && t != DType::f16) continue;
+            const std::string name = typed ? c.name + "_" + dtype_name(t) : c.name;
+            const RowsFn fn = rows_fn(lesson, student, t);
+            const bool large = c.rows * (c.cols + std::max(c.x_pad, c.y_pad)) > (int64_t(1) << 22);
+            plan.cases.push_back(make_gpu_case(
+                name, c.what, [c, t, fn](uint64_t seed) { return rows_call(c, t, seed, fn); }, c.repeats, large));
+        }
+    }
+    for (const RowsBenchSpec& b : lesson.bench(opt.full_bench)) {
+        RowsCase c{"", "", b.rows, b.cols};
+        c.repeats = 1;
+        const std::string shape = std::to_string(b.rows) + "x" + std::to_string(b.cols);
+        const RowsFn s = rows_fn(lesson, student, b.dtype), r = rows_fn(lesson, reference, b.dtype);
+        const DType t = b.dtype;
+        RowsCase checked = c;
+        checked.rows = checked_bench_rows(b.rows, b.cols, opt);
+        plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t), checked_bench_what(b.rows, checked.rows),
+                                           [checked, t, s](uint64_t seed) { return rows_call(checked, t, seed, s); }, 1,
+                                           true));
+        plan.bench.push_back(make_bench_shape(shape, t, [c, t, s](uint64_t seed) { return rows_call(c, t, seed, s); },
+                                              [c, t, r](uint64_t seed) { return rows_call(c, t, seed, r); }));
+    }
+    return plan;
+}
+
+}  // namespace workbook
