@@ -14,7 +14,9 @@ and 6:TOKENS:LAYOUT:DTYPE for lesson 6 (q of [tokens, 32, 128], LAYOUT qkv or co
 torch_compare). The script runs itself once under ncu (`--profile-from-start off`): each
 side's call sits alone between cudaProfilerStart and cudaProfilerStop, after warm-up and
 compilation, so only the two kernels are profiled. Writes DIR/ncu.csv (ncu's raw page),
-DIR/ncu_torch.json and DIR/ncu_torch.md.
+DIR/ncu_torch.json and DIR/ncu_torch.md; with --publish docs/results the JSON also goes to its
+stable name, docs/results/torch/<gpu>-ncu-torch.json (docs/results/index.md), and the table is the
+one of <gpu>-ncu-torch.md.
 """
 import argparse
 import json
@@ -25,6 +27,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "grader", "cli"))
 from workbook import profile  # noqa: E402  (ncu's CSV reader and the metric list the grader uses)
+import results_names  # noqa: E402  (the stable names under docs/results/)
 
 EXTRA_METRICS = (
     "smsp__inst_executed.sum",
@@ -197,6 +200,12 @@ def outer(args):
                         "compile": side_numbers(groups[2 * i + 1])})
     with open(os.path.join(args.out, "ncu_torch.json"), "w") as f:
         json.dump(results, f, indent=1)
+    if args.publish:
+        path = results_names.raw(args.publish, results_names.gpu_name(), "ncu-torch")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1)
+        print(f"ncu_torch: wrote {path}")
     table = markdown(results)
     with open(os.path.join(args.out, "ncu_torch.md"), "w") as f:
         f.write(table)
@@ -209,6 +218,8 @@ def main():
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
     ap.add_argument("--rows", required=True, help="comma-separated rows (see above)")
     ap.add_argument("--out", required=True, help="folder for ncu.csv, ncu_torch.json and ncu_torch.md")
+    ap.add_argument("--publish", metavar="DIR", help="also write the JSON under its stable name in DIR/torch/ "
+                    "(DIR: docs/results)")
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     parse_rows(args.rows)

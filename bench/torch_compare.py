@@ -48,6 +48,13 @@ Usage (after a build; LIBDIR holds lessonN_reference.so):
     python3 bench/torch_compare.py --workbook build-gpu/lib --out torch.json
     python3 bench/torch_compare.py --workbook build/lib --lessons 4 --dtypes fp16 --out l4.json
 Then: scripts/collect-results DIR --torch torch.json adds the side-by-side table.
+
+To refresh the published rows (docs/results/index.md), write them under their stable names instead:
+    python3 bench/torch_compare.py --lessons 4,5,6,8 --publish docs/results --run 1   # and again with --run 2
+    python3 bench/torch_compare.py --lessons 9 --publish docs/results
+    python3 bench/torch_compare.py --lessons 10,11 --fp8-shapes issue --publish docs/results
+which write docs/results/torch/<gpu>-torch-run1.json (-run2), <gpu>-lesson9-torch.json and
+<gpu>-lessons10-11.json; bench/two_runs.py --results docs/results makes the two-run table from the first pair.
 """
 import argparse
 import ctypes
@@ -62,6 +69,7 @@ import torch.nn.functional as F
 
 import fp8_quant as l11
 import production_norm as l9
+import results_names
 import rmsnorm_backward as l10
 
 EPS = 1e-6
@@ -353,7 +361,13 @@ class Bench:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--out", help="JSON file to write")
+    ap.add_argument("--publish", metavar="DIR",
+                    help="also write the rows under their stable name in DIR/torch/ (DIR: docs/results)")
+    ap.add_argument("--kind", choices=("torch", "lesson9-torch", "lessons10-11"),
+                    help="the results page the published rows belong to (default: from --lessons)")
+    ap.add_argument("--run", type=int, choices=(1, 2),
+                    help="with --publish and the two-run page (lessons 4, 5, 6, 8): which of the two runs this is")
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
     ap.add_argument("--lessons", default="4,5,6,8,9,10,11", help="comma-separated subset of 4,5,6,8,9,10,11")
     ap.add_argument("--fp8-shapes", choices=("issue", "seed"), default="seed",
@@ -376,6 +390,14 @@ def main():
     lessons = {int(v) for v in args.lessons.split(",") if v}
     if not lessons <= {4, 5, 6, 8, 9, 10, 11}:
         ap.error("--lessons takes a subset of 4,5,6,8,9,10,11")
+    if not args.out and not args.publish:
+        ap.error("name where the rows go: --out FILE, --publish DIR, or both")
+    kind = args.kind or results_names.torch_kind(lessons)
+    if args.publish and kind is None:
+        ap.error("these lessons belong to more than one results page (4,5,6,8 | 9 | 10,11): "
+                 "publish them in separate runs, or name the page with --kind")
+    if args.publish and kind == "torch" and not args.run:
+        ap.error("the lessons 4-8 page is two runs in a row: say which with --run 1 or --run 2")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in l9.VARIANTS:
@@ -502,9 +524,14 @@ def main():
         # told apart from a function that silently ran uncompiled.
         "dynamo": {str(k): {str(a): b for a, b in v.items()} for k, v in torch._dynamo.utils.counters.items()},
     }
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {len(bench.rows)} rows to {args.out} in {result['seconds']} s")
+    targets = [args.out] if args.out else []
+    if args.publish:
+        targets.append(results_names.raw(args.publish, result["gpu"], kind, args.run if kind == "torch" else None))
+    for path in targets:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"wrote {len(bench.rows)} rows to {path} in {result['seconds']} s")
     return 0
 
 

@@ -6,9 +6,17 @@ A row is "slower" only when the reference is behind torch.compile by more than t
 Lesson 9 rows, when a run has them, also show the share of the large copy given with --copy-gbps.
 
 Usage: python3 bench/two_runs.py A.json B.json [--copy-gbps 3005] > table.md
+       python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"]
+The second form reads the published pair, docs/results/torch/<gpu>-torch-run1.json and -run2.json
+(bench/torch_compare.py --publish; docs/results/index.md), for the table of <gpu>-torch.md.
+A lesson 9 run alone (one file) gives its lesson 9 table.
 """
 import argparse
+import glob
 import json
+import os
+
+import results_names
 
 
 def rows_of(path):
@@ -31,21 +39,47 @@ def verdict(g):
     return ratio, "faster" if ratio > 1 + band else "slower" if ratio < 1 - band else "tie"
 
 
+def published_pair(ap, results, gpu):
+    """The two published runs of the lessons 4-8 page, for the named GPU or the only one there is."""
+    if gpu:
+        pair = [results_names.raw(results, gpu, "torch", run) for run in (1, 2)]
+    else:
+        pattern = "*" + results_names.KINDS["torch"] + "-run1.json"
+        firsts = sorted(glob.glob(os.path.join(results, results_names.RAW_FOLDER, pattern)))
+        if len(firsts) != 1:
+            ap.error(f"{len(firsts)} published pairs under {results}; name the GPU with --gpu")
+        pair = [firsts[0], firsts[0].replace("-run1.json", "-run2.json")]
+    for path in pair:
+        if not os.path.exists(path):
+            ap.error(f"{path} not found (bench/torch_compare.py --publish {results} --run 1, then --run 2)")
+    return pair
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("first")
-    ap.add_argument("second")
+    ap.add_argument("first", nargs="?")
+    ap.add_argument("second", nargs="?")
+    ap.add_argument("--results", metavar="DIR", help="read the published pair of runs from DIR/torch/")
+    ap.add_argument("--gpu", help="with --results: the GPU's name (default: the only GPU with a published pair)")
     ap.add_argument("--copy-gbps", type=float, default=0.0, help="the large copy, for lesson 9's share column")
     args = ap.parse_args()
+    if args.results:
+        if args.first:
+            ap.error("give either two run files or --results, not both")
+        args.first, args.second = published_pair(ap, args.results, args.gpu)
+    if not args.first:
+        ap.error("give the runs: A.json [B.json], or --results DIR")
     run_a, a = rows_of(args.first)
-    _, b = rows_of(args.second)
+    _, b = rows_of(args.second) if args.second else (None, {})
     print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
           f"{run_a.get('samples')} samples per timing.\n")
     counts = {}
-    print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
-          "vs compile, 1st | vs compile, 2nd |")
-    print("|---|---|---|---:|---:|---|---|")
-    for key in sorted(k for k in a if k[0] != 9 and "compile" in a[k]):
+    pairs = sorted(k for k in a if k[0] != 9 and "compile" in a[k])
+    if pairs:
+        print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
+              "vs compile, 1st | vs compile, 2nd |")
+        print("|---|---|---|---:|---:|---|---|")
+    for key in pairs:
         ra, va = verdict(a[key])
         cells = [f"{a[key]['reference']:.0f}", f"{a[key]['compile']:.0f}", f"{ra:.3f} {va}"]
         if key in b and "compile" in b[key]:
@@ -54,7 +88,8 @@ def main():
                      f"{a[key]['compile']:.0f}, {b[key]['compile']:.0f}", f"{ra:.3f} {va}", f"{rb:.3f} {vb}"]
             counts.setdefault(key[0], []).append((va, vb))
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
-    print()
+    if pairs:
+        print()
     for lesson, vs in sorted(counts.items()):
         both = sum(1 for va, vb in vs if va != "slower" and vb != "slower")
         print(f"- lesson {lesson}: {both} of {len(vs)} rows at least level with torch.compile in both runs; "

@@ -98,6 +98,7 @@ class CollectResultsTests(unittest.TestCase):
             self.assertEqual(code, 0, out)
             with open(os.path.join(publish, "test-gpu-80gb.json"), encoding="utf-8") as f:
                 merged = json.load(f)
+            self.assertTrue(os.path.isfile(os.path.join(publish, "test-gpu-80gb.md")))  # the stable names
             self.assertEqual(merged["gpu"], "Test GPU 80GB")
             self.assertEqual([r["lesson"] for r in merged["rows"]], [4, 8])
             for key in ("date", "commit", "driver", "cuda", "copy_gbps"):
@@ -232,3 +233,51 @@ class EmulatorCheckReuseTests(unittest.TestCase):
             code, text = script("emulator-check", "--lessons", "2", "--reuse", emu, "--out", out)
             self.assertEqual(code, 1, text)
             self.assertIn("got missing", text)
+
+
+class ResultsNamesTests(unittest.TestCase):
+    """The stable names under docs/results/ (bench/results_names.py, docs/results/index.md)."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import results_names
+        self.names = results_names
+
+    def test_one_name_per_kind_and_gpu(self):
+        n, gpu = self.names, "NVIDIA H100 80GB HBM3"
+        self.assertEqual(n.page("R", gpu, "bench"), os.path.join("R", "nvidia-h100-80gb-hbm3.md"))
+        self.assertEqual(n.table_json("R", gpu), os.path.join("R", "nvidia-h100-80gb-hbm3.json"))
+        self.assertEqual(n.page("R", gpu, "lesson9-torch"), os.path.join("R", "nvidia-h100-80gb-hbm3-lesson9-torch.md"))
+        self.assertEqual(n.raw("R", gpu, "torch", 2), os.path.join("R", "torch", "nvidia-h100-80gb-hbm3-torch-run2.json"))
+        self.assertEqual(n.raw("R", gpu, "ncu-torch"), os.path.join("R", "torch", "nvidia-h100-80gb-hbm3-ncu-torch.json"))
+        self.assertEqual([n.torch_kind(s) for s in ({4, 5, 6, 8}, {9}, {10, 11}, {4, 9})],
+                         ["torch", "lesson9-torch", "lessons10-11", None])
+        with self.assertRaises(ValueError):
+            n.stem(gpu, "torch-2026-11-24")
+
+    def test_the_committed_results_are_the_stable_names_and_the_index_lists_them(self):
+        results = os.path.join(ROOT, "docs", "results")
+        files = sorted(os.path.relpath(os.path.join(d, f), results).replace(os.sep, "/")
+                       for d, _, fs in os.walk(results) for f in fs)
+        self.assertLessEqual(len(files), 15, files)
+        with open(os.path.join(results, "index.md"), encoding="utf-8") as f:
+            index = f.read()
+        for name in files:
+            self.assertNotRegex(name, r"\d{4}-\d{2}-\d{2}", "a dated snapshot: git keeps those")
+            if name != "index.md":
+                self.assertIn(f"({name})", index, f"index.md does not link {name}")
+
+    def test_two_runs_reads_the_published_pair(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for run, ref in ((1, 2950.0), (2, 2940.0)):
+                rows = [{"lesson": 4, "impl": impl, "shape": "32768x4096", "dtype": "fp16", "gbps": gbps, "us": 1.0,
+                         "noise": 0.005} for impl, gbps in (("reference", ref), ("compile", 2900.0))]
+                path = self.names.raw(tmp, "Test GPU", "torch", run)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"gpu": "Test GPU", "rows": rows}, f)
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "two_runs.py"), "--results", tmp],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("| 4 | 32768x4096 | fp16 | 2950, 2940 | 2900, 2900 | 1.017 faster | 1.014 faster |",
+                          proc.stdout)

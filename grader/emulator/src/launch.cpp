@@ -1,0 +1,244 @@
+/// @file launch.cpp
+/// @brief Runs a validated launch: its units spread over a pool of worker threads, under a watchdog.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "emu/control.h"
+#include "internal.h"
+#include "scheduler_parts.h"
+#include "scheduler_state.h"
+
+namespace emu {
+
+double g_watchdog_seconds = 20;
+thread_local EMU_FAST_TLS LaunchState* tls_plain_launch = nullptr;
+
+namespace {
+
+std::atomic<int64_t> g_launch_started{0};
+
+/// The grader's own element-wise kernels: one plain call per thread, no fibers.
+/// Their threads never wait for each other, so a unit is a slice of a block's threads: a grid
+/// of one block (the oracle over a few long rows) still runs on every core.
+void run_block_plain(LaunchState& l, uint64_t unit, unsigned slices) {
+    const LaunchSpec& s = l.spec;
+    const uint64_t block = unit / slices;
+    blockIdx = uint3{static_cast<unsigned>(block % s.grid.x), static_cast<unsigned>((block / s.grid.x) % s.grid.y),
+                     static_cast<unsigned>(block / (uint64_t(s.grid.x) * s.grid.y))};
+    if (tls_arena.size() < l.dynamic_bytes) tls_arena.resize(l.dynamic_bytes);
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    const unsigned per_slice = (threads + slices - 1) / slices;
+    const unsigned first = static_cast<unsigned>(unit % slices) * per_slice;
+    const unsigned end = std::min(threads, first + per_slice);
+    if (s.block.y == 1 && s.block.z == 1) {  // the usual shape: no divisions per thread
+        for (unsigned i = first; i < end; ++i) {
+            threadIdx = uint3{i, 0, 0};
+            (*l.body)();
+        }
+        return;
+    }
+    for (unsigned i = first; i < end; ++i) {
+        threadIdx = uint3{i % s.block.x, (i / s.block.x) % s.block.y, i / (s.block.x * s.block.y)};
+        (*l.body)();
+    }
+}
+
+/// Slices per block of a plain-mode launch: enough units for every core when the grid is small.
+unsigned plain_slices(const LaunchSpec& s) {
+    const uint64_t blocks = uint64_t(s.grid.x) * s.grid.y * s.grid.z;
+    const unsigned threads = s.block.x * s.block.y * s.block.z;
+    if (blocks >= 64) return 1;
+    return std::max(1u, std::min(threads / 32, static_cast<unsigned>(64 / blocks)));
+}
+
+/// Runs units of the launch until none is left (or `limit` of them ran); false when none was left.
+bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = ~uint64_t(0)) {
+    blockDim = l.spec.block;
+    gridDim = l.spec.grid;
+    UnitState u;
+    for (uint64_t ran = 0; ran < limit; ++ran) {
+        const uint64_t taken = l.next_unit.fetch_add(1);
+        if (taken >= units) return false;
+        if (l.aborted.load(std::memory_order_relaxed)) break;
+        const uint64_t i = l.reversed ? units - 1 - taken : taken;
+        if (l.spec.mode == LaunchMode::plain) {
+            tls_plain_launch = &l;
+            run_block_plain(l, i, per_unit);
+            tls_plain_launch = nullptr;
+            continue;
+        }
+        prepare_unit(l, u, i * per_unit);
+        tls_unit = &u;
+        run_unit_fibers(l, u);
+        tls_phase = std::max(tls_phase, u.cluster_phase);
+        tls_unit = nullptr;
+        tls_thread = nullptr;
+    }
+    return true;
+}
+
+/// Threads that live as long as the process, so their fiber stacks, shared-memory arenas and
+/// race-detector shadows are made once, not at every launch. The caller works too.
+class WorkerPool {
+public:
+    static WorkerPool& instance() {
+        static WorkerPool* pool = new WorkerPool;  // never joined: the process exits with _Exit
+        return *pool;
+    }
+    /// Runs `job` on every worker and on the calling thread; returns when all are done.
+    void run(const std::function<void()>& job) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            job_ = &job;
+            busy_ = static_cast<int>(threads_.size());
+            ++generation_;
+        }
+        start_.notify_all();
+        job();
+        std::unique_lock<std::mutex> lock(mu_);
+        done_.wait(lock, [this] { return busy_ == 0; });
+        job_ = nullptr;
+    }
+
+private:
+    WorkerPool() {
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        for (unsigned i = 1; i < cores; ++i) threads_.emplace_back([this] { loop(); });
+    }
+    void loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            const std::function<void()>* job;
+            {
+                std::unique_lock<std::mutex> lock(mu_);
+                start_.wait(lock, [&] { return generation_ != seen; });
+                seen = generation_;
+                job = job_;
+            }
+            (*job)();
+            std::lock_guard<std::mutex> lock(mu_);
+            if (--busy_ == 0) done_.notify_all();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable start_, done_;
+    const std::function<void()>* job_ = nullptr;
+    uint64_t generation_ = 0;
+    int busy_ = 0;
+    std::vector<std::thread> threads_;
+};
+
+/// A thread that spins without reaching a barrier, a warp operation or __nanosleep never
+/// yields its fiber; this timer ends the run if a launch outlives its deadline by 10 s.
+class HardWatchdog {
+public:
+    HardWatchdog() : outer_(g_launch_started.load()) {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            std::thread([] {
+                for (;;) {
+                    std::this_thread::sleep_for(std::chrono::seconds(1));
+                    const int64_t started = g_launch_started.load();
+                    if (!started) continue;
+                    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now().time_since_epoch()).count();
+                    if (static_cast<double>(now - started) / 1e9 > g_watchdog_seconds + 10) {
+                        std::printf("\nthe kernel did not finish within %d s on the emulator (a hang: a loop that "
+                                    "never ends and never reaches a barrier); stopping.\n",
+                                    static_cast<int>(g_watchdog_seconds));
+                        std::fflush(stdout);
+                        std::_Exit(1);
+                    }
+                }
+            }).detach();
+        });
+        g_launch_started = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+    /// A grid run inside another (a programmatic prerequisite) hands the watch back when it ends.
+    ~HardWatchdog() { g_launch_started = outer_; }
+
+private:
+    int64_t outer_;
+};
+
+/// True for every other launch of a submission's kernel: that launch takes its blocks last
+/// first. The GPU promises no order between blocks, and a result that depends on it (a
+/// floating-point atomicAdd, a sum in the order blocks finish) then differs between two
+/// launches on the same inputs every time, not only when the timing happens to change.
+/// A kernel is its function (cudaLaunchKernelEx) or its launch's call (<<<...>>>, one per
+/// kernel and argument types).
+bool takes_blocks_last_first(const LaunchSpec& spec, const std::function<void()>& body) {
+    if (spec.mode != LaunchMode::fibers) return false;
+    static std::mutex mu;
+    static std::unordered_map<const void*, uint64_t> launches;
+    const void* kernel = spec.kernel ? spec.kernel : static_cast<const void*>(&body.target_type());
+    std::lock_guard<std::mutex> lock(mu);
+    return launches[kernel]++ % 2 == 1;
+}
+
+}  // namespace
+
+void set_watchdog_seconds(double seconds) { g_watchdog_seconds = seconds > 0 ? seconds : 20; }
+
+Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
+              const std::shared_ptr<HeldKernel>& prerequisite) {
+    HardWatchdog guard;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(g_watchdog_seconds * 1000));
+    LaunchSpec spec = launch_spec;
+    // The grader's own kernels are grid-stride loops over blockIdx.x (LaunchMode::plain): as a
+    // grid of a few blocks they visit the same elements, without a call per element.
+    constexpr unsigned kPlainBlocks = 64;
+    if (spec.mode == LaunchMode::plain && spec.grid.y == 1 && spec.grid.z == 1 && spec.grid.x > kPlainBlocks)
+        spec.grid.x = kPlainBlocks;
+    const bool reversed = takes_blocks_last_first(spec, body);
+    for (;;) {
+        LaunchState l;
+        l.reversed = reversed;
+        l.deadline = deadline;
+        l.spec = spec;
+        l.body = &body;
+        l.dynamic_bytes = spec.dynamic_smem;
+        l.static_end = spec.dynamic_smem;
+        l.prerequisite = prerequisite.get();
+        // A unit: one cluster of blocks (fiber mode), or a slice of a block (plain mode, where
+        // per_unit counts slices).
+        const bool plain = spec.mode == LaunchMode::plain;
+        const unsigned per_unit = plain ? plain_slices(spec) : spec.cluster.x * spec.cluster.y * spec.cluster.z;
+        const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
+        const uint64_t units = plain ? blocks * per_unit : blocks / per_unit;
+        if (prerequisite && !prerequisite->done()) {
+            // Until the grid this one depends on has run, units run one at a time on this thread,
+            // so which reads come before that grid's writes does not depend on timing.
+            while (!prerequisite->done() && !l.aborted && worker(l, units, per_unit, 1)) {}
+            if (!l.restart) {
+                l.prerequisite = nullptr;
+                prerequisite->complete();  // nothing waited for it: it runs after this grid
+            }
+        }
+        if (!l.aborted) {
+            if (units - std::min(units, l.next_unit.load()) <= 1) worker(l, units, per_unit);
+            else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
+        }
+        if (!l.restart) return l.fault;
+        // A kernel declared with __cluster_dims__: run again with its clusters, as the GPU launches it.
+        spec.cluster = l.restart_cluster;
+        std::string why;
+        const cudaError_t invalid = validate(spec, why);
+        if (invalid != cudaSuccess) return Fault{invalid, why};
+    }
+}
+
+}  // namespace emu
