@@ -36,7 +36,7 @@ class KnownBadTests(unittest.TestCase):
 
     def test_an_edit_that_no_longer_matches_is_reported(self):
         with tempfile.TemporaryDirectory() as tmp:
-            folder = os.path.join(tmp, "03-block-reduce")
+            folder = os.path.join(tmp, "03-block-reduce", "known_bad")
             os.makedirs(folder)
             path = os.path.join(folder, "stale.bad")
             with open(path, "w", encoding="utf-8") as f:
