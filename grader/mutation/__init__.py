@@ -1,0 +1,1 @@
+"""Mutation testing of the lessons' reference solutions (scripts/mutate; README.md here)."""
