@@ -24,6 +24,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -321,9 +322,27 @@ def lesson_mutants(lesson):
     return text, operators.enumerate_mutants(text)
 
 
-def select(mutants, only=None, limit=None):
+def sample_mutants(mutants, k, key):
+    """`k` mutants spread over the operators: each operator's mutants in a seeded order (the seed is `key`,
+    so the same source gives the same sample), taken one operator at a time in turn; returned in source order."""
+    groups = {}
+    for m in mutants:
+        groups.setdefault(m.operator, []).append(m)
+    rng = random.Random(key)
+    for name in sorted(groups):
+        rng.shuffle(groups[name])
+    picked = []
+    while len(picked) < k and any(groups.values()):
+        for name in sorted(groups):
+            if groups[name] and len(picked) < k:
+                picked.append(groups[name].pop())
+    order = {m.name: i for i, m in enumerate(mutants)}
+    return sorted(picked, key=lambda m: order[m.name])
+
+
+def select(mutants, only=None, limit=None, sample=None, sample_key=""):
     """The mutants `--only` names (exact names, operator names or fnmatch patterns, comma-separated),
-    then the first `limit` of them."""
+    then a stratified sample of `sample` of them, then the first `limit` of them."""
     chosen = mutants
     if only:
         patterns = [p.strip() for p in only.split(",") if p.strip()]
@@ -331,6 +350,8 @@ def select(mutants, only=None, limit=None):
         if unknown:
             raise UsageError(f"--only: no mutant matches {', '.join(unknown)} (see --list)")
         chosen = [m for m in mutants if any(_matches(m, p) for p in patterns)]
+    if sample is not None and sample < len(chosen):
+        chosen = sample_mutants(chosen, sample, sample_key)
     if limit is not None:
         chosen = chosen[:limit]
     return chosen
@@ -361,11 +382,11 @@ def _source_changed(lesson):
 
 
 def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed=1, timeout_s=1200,
-               fresh=False, check_equivalent=False, keep_libs=False, log=print):
+               fresh=False, check_equivalent=False, keep_libs=False, log=print, sample=None):
     """Grades the selected mutants of one lesson and writes OUT's reports; returns the results dict."""
     text, mutants = lesson_mutants(lesson)
     equivalent = load_equivalent(lesson, mutants)
-    chosen = select(mutants, only, limit)
+    chosen = select(mutants, only, limit, sample, f"{lesson.slug}-{seed}")
     os.makedirs(os.path.join(out, "mutants"), exist_ok=True)
     os.makedirs(os.path.join(out, "cache"), exist_ok=True)
     work = out
@@ -431,7 +452,7 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
             else:
                 r["status"] = EQUIVALENT
                 r["detail"] = equivalent[m.name]
-    report = _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, only)
+    report = _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, only, sample)
     write_reports(out, report, text, {m.name: m for m in mutants})
     return report
 
@@ -459,7 +480,7 @@ def _reusable(entry, fingerprint):
     return entry.get("status") == SURVIVED and fingerprint is not None and entry.get("grader") == fingerprint
 
 
-def _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, only):
+def _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, only, sample=None):
     rows = []
     for m in chosen:
         r = results[m.name]
@@ -475,7 +496,7 @@ def _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, onl
         "source_modified": _source_changed(lesson), "mode": mode, "graded_on": graded_on(lesson, mode), "seed": seed,
         "when": datetime.datetime.now().isoformat(timespec="seconds"),
         "mutants_total": len(mutants), "selected": len(chosen),
-        "partial": len(chosen) != len(mutants), "limit": limit, "only": only,
+        "partial": len(chosen) != len(mutants), "limit": limit, "only": only, "sample": sample,
         "counts": counts,
         "seconds_per_mutant": (round(sum(graded_times) / len(graded_times), 1) if graded_times else None),
         "mutants": rows,
@@ -562,6 +583,8 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
         if r["partial"]:
             part = f"; partial: {r['selected']} of {r['mutants_total']} mutants"
             part += f" (--limit {r['limit']})" if r.get("limit") else ""
+            part += (f" (--sample {r['sample']}: a sample spread over the operators, the same for the same source)"
+                     if r.get("sample") else "")
             part += f" (--only {r['only']})" if r.get("only") else ""
         pace = f", {r['seconds_per_mutant']:g} s a mutant" if r.get("seconds_per_mutant") else ""
         notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}.")

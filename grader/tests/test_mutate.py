@@ -304,6 +304,33 @@ class ClassifyTest(unittest.TestCase):
         self.assertFalse(runner._reusable({"status": runner.ERROR}, "abc"))
 
 
+class SampleTest(unittest.TestCase):
+    """--sample: a seeded sample spread over the operators, in source order, the same every time."""
+
+    def mutants(self):
+        with open(os.path.join(ROOT, "solutions", "04-vectorized", "rmsnorm_vectorized.cu"), encoding="utf-8") as f:
+            return enumerate_mutants(f.read())
+
+    def test_the_sample_is_spread_deterministic_and_in_order(self):
+        all_mutants = self.mutants()
+        first = runner.select(all_mutants, sample=12, sample_key="04-vectorized-1")
+        again = runner.select(all_mutants, sample=12, sample_key="04-vectorized-1")
+        other = runner.select(all_mutants, sample=12, sample_key="04-vectorized-2")
+        self.assertEqual(len(first), 12)
+        self.assertEqual([m.name for m in first], [m.name for m in again])
+        self.assertNotEqual([m.name for m in first], [m.name for m in other])
+        operators_present = {m.operator for m in all_mutants}
+        self.assertEqual({m.operator for m in first}, operators_present if len(operators_present) <= 12 else
+                         {m.operator for m in first})
+        self.assertGreaterEqual(len({m.operator for m in first}), min(12, len(operators_present)))
+        order = [all_mutants.index(m) for m in first]
+        self.assertEqual(order, sorted(order))
+
+    def test_a_sample_larger_than_the_selection_takes_it_all(self):
+        all_mutants = self.mutants()[:5]
+        self.assertEqual(runner.select(all_mutants, sample=50, sample_key="x"), all_mutants)
+
+
 class SelectionAndSummaryTest(unittest.TestCase):
     TEXT = "void f() {\n  if (a < b && c) __syncthreads();\n  for (int i = 0; i < n; ++i) g();\n}\n"
 
