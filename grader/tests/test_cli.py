@@ -2,10 +2,12 @@
 and lesson 1 graded for real on the CPU (its stub fails, its solution passes)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 import unittest
 
@@ -287,6 +289,129 @@ class EmulatorHeaderTests(unittest.TestCase):
             self.assertEqual(emulated.missing_headers(lesson), [], lesson.name)
 
 
+def on_a_terminal(args, env, cwd=ROOT, timeout=600):
+    """Runs ./grade with stdout and stderr on a pseudo-terminal; returns (exit code, everything written)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, GRADE, *args], cwd=cwd, env=dict(env, TERM="xterm"), stdout=slave,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    proc.wait(timeout=60)
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
+def screen_lines(raw):
+    """What a terminal shows at the end: carriage returns and erase-to-end-of-line applied."""
+    lines, line, col, i = [], "", 0, 0
+    raw = raw.replace("\r\n", "\n")
+    while i < len(raw):
+        if raw.startswith("\033[K", i):
+            line, i = line[:col], i + 3
+            continue
+        ch = raw[i]
+        if ch == "\n":
+            lines.append(line)
+            line, col = "", 0
+        elif ch == "\r":
+            col = 0
+        else:
+            line = line[:col] + ch + line[col + 1:]
+            col += 1
+        i += 1
+    lines.append(line)
+    return lines
+
+
+class ProgressTests(GradeTestCase):
+    """What a long command shows while it runs: the build's progress, the case being graded."""
+
+    CMAKE = """[  2%] Building CXX object grader/CMakeFiles/wb-grader.dir/src/main.cpp.o
+Consolidate compiler generated dependencies of target wbemu
+[  7%] Built target wbemu
+[ 37%] Building CUDA object lessons/CMakeFiles/lesson6_exercise.dir/__/grader/adapters/submission_adapter.cu.o
+[ 90%] Linking CXX executable ../bin/wb-grader
+[100%] Built target lesson1
+"""
+
+    def live(self):
+        sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
+        from workbook import live
+        return live
+
+    def test_build_progress_without_a_terminal_is_cmakes_own_lines(self):
+        live = self.live()
+        import io
+        stream = io.StringIO()
+        progress = live.BuildProgress("lesson1", live.StatusLine(stream, live=False))
+        for line in self.CMAKE.splitlines(True):
+            progress.feed(line)
+        self.assertEqual(stream.getvalue().splitlines(), [
+            "[  2%] Building CXX object grader/CMakeFiles/wb-grader.dir/src/main.cpp.o",
+            "[ 37%] Building CUDA object lessons/CMakeFiles/lesson6_exercise.dir/__/grader/adapters/submission_adapter.cu.o",
+            "[ 90%] Linking CXX executable ../bin/wb-grader"])
+        self.assertTrue(progress.worked)
+        quiet = live.BuildProgress("lesson1", live.StatusLine(io.StringIO(), live=False))
+        quiet.feed("[100%] Built target lesson1\n")
+        self.assertFalse(quiet.worked)  # an up-to-date build prints nothing
+
+    def test_build_progress_on_a_terminal_is_one_line_redrawn(self):
+        live = self.live()
+        import io
+        stream = io.StringIO()
+        progress = live.BuildProgress("lesson1", live.StatusLine(stream, live=True))
+        for line in self.CMAKE.splitlines(True):
+            progress.feed(line)
+        out = stream.getvalue()
+        self.assertNotIn("\n", out)
+        self.assertIn("\r\033[Kbuilding lesson1:   2%  wb-grader: src/main.cpp", out)
+        self.assertIn("\r\033[Kbuilding lesson1:  37%  lesson6_exercise: ../grader/adapters/submission_adapter.cu", out)
+        self.assertIn("\r\033[Kbuilding lesson1:  90%  linking wb-grader", out)
+        self.assertEqual(progress.percent, 90)
+
+    def test_the_case_being_graded_is_shown_on_a_terminal(self):
+        """On a terminal, a status line names the case being graded (a slow submission makes each case
+        take long enough to be seen); what stays on the screen is the grader's own report."""
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        slow = text.replace("#include <cmath>", "#include <chrono>\n#include <cmath>\n#include <thread>").replace(
+            "    for (int64_t r = 0; r < rows; ++r) {",
+            "    std::this_thread::sleep_for(std::chrono::milliseconds(400));\n    for (int64_t r = 0; r < rows; ++r) {", 1)
+        self.assertNotEqual(slow, text)
+        src = self.write("slow.cpp", slow)
+        code, raw = on_a_terminal(["lesson1", "--source", src, "--cases", "one_row,prime_cols"], self.env)
+        self.assertEqual(code, 0, raw)
+        self.assertRegex(raw, r"\r\033\[Kgrading case 1 of 2: one_row \.\.\. \d+ s")
+        self.assertRegex(raw, r"\r\033\[Kgrading case 2 of 2: prime_cols \.\.\. \d+ s")
+        shown = "\n".join(screen_lines(raw))
+        self.assertIn("  pass  one_row", shown)
+        self.assertIn("  pass  prime_cols", shown)
+        self.assertIn("all 2 case(s) passed", shown)
+        self.assertNotIn("grading case", shown.split("all 2 case(s) passed")[1])  # the status line is gone
+
+    def test_without_a_terminal_the_output_is_plain(self):
+        code, out = self.grade("lesson1", "--cases", "one_row")
+        self.assertEqual(code, 1, out)
+        self.assertNotIn("\r", out)
+        self.assertNotIn("\033[", out)
+        self.assertNotIn("grading case", out)
+
+
 class ResetTests(GradeTestCase):
     """--reset in a scratch copy of the workbook, so the real exercise is never touched."""
 
@@ -317,7 +442,6 @@ class ResetTests(GradeTestCase):
             self.assertIn("// my work", f.read())
         code, out = self.grade("lesson1", "--reset", grade=os.path.join(copy, "grade"), cwd=copy)
         self.assertIn("already the shipped stub", out)
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import time
 
-from . import exitcodes, hints, profile, progress
-from .build import BuildError, build_targets, compile_source, grader_command, library
+from . import exitcodes, hints, live, profile, progress
+from .build import BuildError, compile_source, grader_command, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
 from . import emulated, interview, leaderboard
 from .board.grading import BoardLimits
@@ -131,8 +131,11 @@ def _sanitize(cmd):
 def _grade_emulated(lesson, args, source, shown):
     """Correctness on the CPU emulator: the learner's file compiled with g++, no GPU needed."""
     print(f"building {lesson.name} ({shown}) for the CPU emulator ...", flush=True)
+    status = live.StatusLine()
     try:
-        lib = emulated.compile_for_emulator(lesson, source, shown)
+        live.build_targets("wb-grader-emu", label="the CPU emulator's grader", status=status)
+        with live.activity(f"compiling {shown} for the CPU emulator (g++; a minute the first time)", status):
+            lib = emulated.compile_for_emulator(lesson, source, shown)
     except BuildError as e:
         print(f"\n{e}:\n\n{e.output}\n" if e.output else f"\n{e}\n")
         print(f"{lesson.name}: did not build. Fix the first error above, then run ./grade {lesson.name} again.")
@@ -145,7 +148,7 @@ def _grade_emulated(lesson, args, source, shown):
     if args.sanitize:
         print("--sanitize runs compute-sanitizer on a GPU; the emulator checks races, barriers and memory on every run")
     untouched = args.untouched_stub or (not args.source and is_shipped_stub(lesson))
-    code = subprocess.call(emulated.grader_command(lesson, lib, shown, args, untouched))
+    code = live.run_grader(emulated.grader_command(lesson, lib, shown, args, untouched), status)
     # A pass here is correctness only: the lesson counts as passed once the gate passes on a GPU.
     progress.record_result(lesson, "pass (CPU emulator; gate not run)" if code == exitcodes.PASS
                            else exitcodes.VERDICTS.get(code, "error"), shown)
@@ -196,15 +199,20 @@ def _call_remote(cmd):
 def grade_once(lesson, args):
     source = os.path.abspath(args.source) if args.source else lesson.exercise
     shown = os.path.relpath(source, ROOT) if source.startswith(ROOT) else source
+    status = live.StatusLine()
+    live.configure(status)  # on the first run: the build's settings decide below whether the emulator grades
     if _use_emulator(lesson, args):
         return _grade_emulated(lesson, args, source, shown)
     print(f"building {lesson.name} ({shown}) ...", flush=True)
     try:
         if args.source:
-            build_targets("wb-grader", f"{lesson.name}_reference")
-            lib = compile_source(lesson, source)
+            live.build_targets("wb-grader", f"{lesson.name}_reference", label=f"the grader and {lesson.name}'s reference",
+                               status=status)
+            compiler = "nvcc" if lesson.needs_gpu else "the C++ compiler"
+            with live.activity(f"compiling {shown} with {compiler}", status):
+                lib = compile_source(lesson, source)
         else:
-            build_targets(lesson.name)
+            live.build_targets(lesson.name, label=lesson.name, status=status)
             lib = library(lesson, "exercise")
     except BuildError as e:
         print(f"\n{e}:\n\n{e.output}\n" if e.output else f"\n{e}\n")
@@ -226,7 +234,7 @@ def grade_once(lesson, args):
     elif args.remote:
         code = _call_remote(cmd)
     else:
-        code = subprocess.call(cmd)
+        code = live.run_grader(cmd, status)
     progress.record_result(lesson, exitcodes.VERDICTS.get(code, "error"), shown)
     if code in (exitcodes.FAIL_CORRECTNESS, exitcodes.FAIL_GATE):
         print(f"\nStuck? ./grade {lesson.name} --hint shows the next hint; "
