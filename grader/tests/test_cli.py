@@ -443,5 +443,185 @@ class ResetTests(GradeTestCase):
         code, out = self.grade("lesson1", "--reset", grade=os.path.join(copy, "grade"), cwd=copy)
         self.assertIn("already the shipped stub", out)
 
+    def test_the_list_says_a_passed_lesson_was_reset(self):
+        """A lesson passed, then --reset: the list says both, not a bare "passed" next to a stub."""
+        copy = os.path.join(self.tmp, "wb")
+        for part in ("grade", "grader/cli", "lessons", "exercises", "solutions"):
+            src, dst = os.path.join(ROOT, part), os.path.join(copy, part)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy(src, dst)
+        git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+        subprocess.run([*git, "init", "-q"], cwd=copy, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=copy, check=True)
+        subprocess.run([*git, "commit", "-qm", "stubs"], cwd=copy, check=True)
+        state = os.path.join(copy, ".workbook")
+        self.env["WORKBOOK_STATE_DIR"] = state
+        grade = os.path.join(copy, "grade")
+        shutil.copy(SOLUTION1, os.path.join(copy, "exercises", "01-cpu-reference", "rmsnorm_cpu.cpp"))
+        os.makedirs(state)
+        with open(os.path.join(state, "progress.json"), "w", encoding="utf-8") as f:  # as a passing ./grade writes it
+            json.dump({"lesson1": {"last": "pass", "when": "2026-01-02 10:00", "passed": True,
+                                   "passed_when": "2026-01-02 10:00", "source": "exercises/01-cpu-reference"}}, f)
+        code, out = self.grade(grade=grade, cwd=copy)
+        self.assertRegex(out, r"lesson1 .* passed\n")
+        code, out = self.grade("lesson1", "--reset", grade=grade, cwd=copy)
+        self.assertEqual(code, 0, out)
+        code, out = self.grade(grade=grade, cwd=copy)
+        self.assertRegex(out, r"lesson1 .* passed earlier; the file was reset \(\d{4}-\d\d-\d\d \d\d:\d\d\)")
+        # Once the learner writes in it again, it is their file again: passed, with the work in progress.
+        with open(os.path.join(copy, "exercises", "01-cpu-reference", "rmsnorm_cpu.cpp"), "a", encoding="utf-8") as f:
+            f.write("// again\n")
+        code, out = self.grade(grade=grade, cwd=copy)
+        self.assertRegex(out, r"lesson1 .* passed\n")
+
+
+def first_ten_minutes(path):
+    """The commands of a file's "Your first ten minutes" section: (first shell block, the C++ lines of the
+    edit, the lines the edit replaces (first, last), second shell block)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## Your first ten minutes[^\n]*\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M)
+    if not m:
+        raise AssertionError(f"{path} has no '## Your first ten minutes' section")
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", m.group(1), flags=re.S | re.M)
+    kinds = [k for k, _ in blocks]
+    if kinds != ["sh", "cpp", "sh"]:
+        raise AssertionError(f"{path}: the section's code blocks are {kinds}, expected sh, cpp, sh")
+    span = re.search(r"from `([^`]+)` to `([^`]+)`", m.group(1))
+    if not span:
+        raise AssertionError(f"{path}: the section does not say which lines the edit replaces (from `A` to `B`)")
+    return blocks[0][1], blocks[1][1], span.groups(), blocks[2][1]
+
+
+def fresh_origin(where):
+    """A clone of this repository whose last commit is the working tree as it is now (tracked changes and
+    new files, but every exercise as committed: a learner's work in this checkout never leaks in)."""
+    origin = os.path.join(where, "origin")
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", ROOT, origin], check=True)
+    git = ["git", "-C", ROOT]
+    listing = subprocess.run([*git, "ls-files", "-z", "--modified", "--others", "--exclude-standard"],
+                             capture_output=True, text=True, check=True).stdout
+    for rel in sorted(set(p for p in listing.split("\0") if p)):
+        if rel.startswith("exercises/"):
+            continue
+        src, dst = os.path.join(ROOT, rel), os.path.join(origin, rel)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+        elif os.path.exists(dst) and not os.path.isdir(dst):
+            os.remove(dst)  # deleted in the working tree
+    ident = ["-c", "user.email=test@workbook", "-c", "user.name=test"]
+    subprocess.run(["git", "-C", origin, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", origin, *ident, "commit", "-q", "--allow-empty", "-m", "the working tree"],
+                   check=True)
+    return origin
+
+
+def shell(script, cwd, env):
+    start = time.monotonic()
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=1800)
+    return proc.returncode, proc.stdout, time.monotonic() - start
+
+
+@unittest.skipUnless(shutil.which("git") and shutil.which("make") and shutil.which("cmake"), "needs git, make, cmake")
+class FirstTenMinutesTests(unittest.TestCase):
+    """README.md's "Your first ten minutes", run exactly as written on a fresh clone with its own build
+    directory: `make lesson1` builds lesson 1 from nothing with its progress shown, `./grade lesson1`
+    fails on the stub, the edit the README gives makes `./grade lesson1` pass. Lesson 1 is CPU-only, so
+    this runs without a GPU; it builds only the lesson1 target (the grader and lesson 1's two libraries)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="workbook-fresh-")
+        first, edit, (cut_from, cut_to), second = first_ten_minutes(os.path.join(ROOT, "README.md"))
+        cls.first_block, cls.edit = first, edit
+        origin = fresh_origin(cls.tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBOOK_")}
+        env["WORKBOOK_STATE_DIR"] = os.path.join(cls.tmp, "state")
+        env["PATH"] = "/usr/local/cuda/bin:" + env.get("PATH", "")
+        learner = os.path.join(cls.tmp, "learner")
+        os.makedirs(learner)
+        script = first.replace("<this repository's URL>", origin)
+        cls.first = shell(script, learner, env)
+        clone = os.path.join(learner, "rmsnorm-workbook")
+        cls.clone = clone
+        cls.again = shell("make lesson1", clone, env) if os.path.isdir(clone) else (None, "", 0)
+        exercise = os.path.join(clone, "exercises", "01-cpu-reference", "rmsnorm_cpu.cpp")
+        cls.edited = False
+        if os.path.isfile(exercise):
+            with open(exercise, encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            start = next((i for i, l in enumerate(lines) if l.strip().startswith(cut_from)), None)
+            end = next((i for i, l in enumerate(lines) if start is not None and i >= start and l.strip() == cut_to),
+                       None)
+            if start is not None and end is not None:
+                lines[start:end + 1] = edit.rstrip("\n").split("\n")
+                with open(exercise, "w", encoding="utf-8") as f:
+                    f.write("\n".join(lines))
+                cls.edited = True
+        cls.second = shell(second, clone, env) if cls.edited else (None, "", 0)
+        cls.listing = shell("./grade", clone, env) if cls.edited else (None, "", 0)
+        # What the README suggests next: the stub back, to write it yourself.
+        cls.reset = shell("./grade lesson1 --reset && ./grade", clone, env) if cls.edited else (None, "", 0)
+        cls.timings = (cls.first[2], cls.again[2], cls.second[2])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_make_lesson1_builds_lesson1_on_a_fresh_clone(self):
+        code, out, took = self.first
+        built = os.path.join(self.clone, "build")
+        for path in ("bin/wb-grader", "lib/lesson1_exercise.so", "lib/lesson1_reference.so"):
+            self.assertTrue(os.path.isfile(os.path.join(built, path)), f"{path} was not built:\n{out[-3000:]}")
+        self.assertIn("make lesson1: building lesson1's exercise, its reference solution and the grader", out)
+        self.assertRegex(out, r"\[\s*\d+%\] Building CXX object lessons/CMakeFiles/lesson1_exercise\.dir/")
+        self.assertRegex(out, r"\[\s*\d+%\] Linking \w+ executable ../bin/wb-grader|Linking .*wb-grader")
+        self.assertIn("Built target lesson1", out)
+        self.assertNotIn("Nothing to be done", out)
+        print(f"\n(first make lesson1 && ./grade lesson1 on a fresh clone: {took:.0f} s)", file=sys.stderr)
+
+    def test_make_lesson1_again_is_a_no_op(self):
+        code, out, took = self.again
+        self.assertEqual(code, 0, out)
+        self.assertNotRegex(out, r"Building|Linking", out)
+        self.assertIn("make lesson1: up to date", out)
+
+    def test_the_first_grade_fails_on_the_stub_and_says_so(self):
+        code, out, _ = self.first
+        self.assertEqual(code, 1, out[-3000:])
+        self.assertIn("FAIL  one_row", out)
+        self.assertIn("no element of y was written", out)
+        self.assertIn("still the stub", out)
+
+    def test_the_edit_passes_and_the_rebuild_shows_its_progress(self):
+        self.assertTrue(self.edited, "the lines the README says to replace are not in the exercise")
+        code, out, _ = self.second
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"\nall \d+ case\(s\) passed\n")
+        self.assertIn("lesson1 passed. Next: make lesson2 && ./grade lesson2", out)
+        # ./grade rebuilt the edited exercise, and said so with CMake's percentage lines (stdout is no terminal).
+        self.assertRegex(out, r"\[\s*\d+%\] Building CXX object lessons/CMakeFiles/lesson1_exercise\.dir/")
+        self.assertNotIn("\r", out)
+        self.assertNotIn("\033[", out)
+        code, out, _ = self.listing
+        self.assertRegex(out, r"lesson1 .* passed\n")
+
+    def test_after_reset_the_list_says_passed_earlier(self):
+        code, out, _ = self.reset
+        self.assertEqual(code, 0, out)
+        self.assertIn("restored exercises/01-cpu-reference/rmsnorm_cpu.cpp to the shipped stub", out)
+        self.assertRegex(out, r"lesson1 .* passed earlier; the file was reset \(")
+
+    def test_the_books_main_page_gives_the_same_commands(self):
+        readme = first_ten_minutes(os.path.join(ROOT, "README.md"))
+        book = first_ten_minutes(os.path.join(ROOT, "docs", "mainpage.md"))
+        self.assertEqual(readme, book)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -81,7 +81,10 @@ def list_lessons():
     print("RMSNorm kernel workbook: the lessons\n")
     for lesson in all_lessons():
         st = progress.status(lesson)
-        if st.get("passed"):
+        if st.get("passed") and st.get("reset") and is_untouched(lesson):
+            # The pass was real, but the file it was earned with is in the backups now.
+            state = f"passed earlier; the file was reset ({st['reset'].get('when', '')})"
+        elif st.get("passed"):
             state = "passed"
         elif st.get("last") == "no-gpu":
             state = f"built, not graded: needs a GPU ({st.get('when', '')})"

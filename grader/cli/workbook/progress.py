@@ -34,6 +34,17 @@ def record_result(lesson, verdict, source):
     entry.update({"last": verdict, "when": time.strftime("%Y-%m-%d %H:%M"), "source": source})
     if verdict == "pass":
         entry["passed"] = True
+        entry["passed_when"] = entry["when"]
+        entry.pop("reset", None)
+    data[lesson.name] = entry
+    save("progress.json", data)
+
+
+def record_reset(lesson, backup):
+    """--reset put the stub back; `backup` is where the learner's version went."""
+    data = load("progress.json")
+    entry = data.get(lesson.name, {})
+    entry["reset"] = {"when": time.strftime("%Y-%m-%d %H:%M"), "backup": backup}
     data[lesson.name] = entry
     save("progress.json", data)
 

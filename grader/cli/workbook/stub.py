@@ -3,7 +3,7 @@ import os
 import subprocess
 import time
 
-from . import exitcodes
+from . import exitcodes, progress
 from .lessons import ROOT, UsageError
 from .progress import STATE_DIR
 
@@ -52,5 +52,6 @@ def reset_exercise(lesson):
         f.write(current)
     with open(lesson.exercise, "wb") as f:
         f.write(stub)
+    progress.record_reset(lesson, os.path.relpath(backup, ROOT))
     print(f"restored {rel} to the shipped stub.\nyour version is saved as {os.path.relpath(backup, ROOT)}")
     return exitcodes.PASS
