@@ -19,8 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 GRADE = os.path.join(ROOT, "grade")
 FAKE = os.path.join(HERE, "fake_grader.py")
 sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
-from workbook import interview_content, interview_questions  # noqa: E402
-from workbook.lessons import all_lessons, UsageError  # noqa: E402
+from workbook import interview_content, interview_questions, interview_report, interview_workspace  # noqa: E402
+from workbook.lessons import all_lessons, find_lesson, UsageError  # noqa: E402
 
 
 def solution(slug):
@@ -153,6 +153,17 @@ class StartAndCheckTests(InterviewCase):
         with open(os.path.join(self.state()["workspace"], "report.md"), encoding="utf-8") as f:
             self.assertIn("| 2 | 2:00 | 1 (lesson1) | check | pass |", f.read())
 
+    def test_a_cpu_lesson_never_speaks_of_a_gate(self):
+        """Lesson 1 has no bandwidth gate: neither the check's verdict nor the report promises one."""
+        self.grade("interview", "lesson1")
+        shutil.copy(SOLUTION1, self.state()["stages"][0]["source"])
+        code, out = self.grade("interview", "check", at=60)
+        self.assertEqual(code, 0, out)
+        self.assertIn("submit runs every case on fresh inputs: ./grade interview submit", out)
+        self.assertNotIn("gate", out)
+        with open(os.path.join(self.state()["workspace"], "report.md"), encoding="utf-8") as f:
+            self.assertNotIn("gate", f.read())
+
     def test_random_picks_a_lesson_not_yet_passed_in_interview_mode(self):
         os.makedirs(self.interview_dir())
         names = [l.name for l in all_lessons()]
@@ -237,7 +248,7 @@ class SubmitTests(InterviewCase):
         code, out = self.grade("interview", "report")
         self.assertIn("| 2 | 12:00 (over time) | 1 (lesson1) | submit | pass |", out)
         self.assertIn("over time by 2:00", out)
-        self.assertIn("5 of 10 self-scored", out)
+        self.assertIn("5 answered; your scores: 5 of 10 points", out)
         code, out = self.grade("interview", "history")
         self.assertIn("12:00/10m!", out)
 
@@ -278,6 +289,9 @@ class StagesAndNumbersTests(InterviewCase):
             self.assertIn(f"namespace workbook::{ns}", text)
         n = len(interview_content.questions(all_lessons()[3]))
         code, out = self.grade("interview", "questions", "--answers", self.answers(n), at=40 * 60)
+        self.assertEqual(code, 64, out)  # stage 3 is open and time is left: ending the coding part needs a yes
+        self.assertIn("--end-coding", out)
+        code, out = self.grade("interview", "questions", "--end-coding", "--answers", self.answers(n), at=40 * 60)
         self.assertEqual(code, 0, out)
         # The slowest row relative to the reference, filled into the questions on the candidate's numbers.
         self.assertIn("On 32768x256 f16 your kernel moved 512.0 MiB per call", out)
@@ -288,7 +302,7 @@ class StagesAndNumbersTests(InterviewCase):
         self.assertIn("stopped by the candidate after 2 passed stage(s)", out)
         self.assertIn("| 32768x256 | f16 | 2000 | 2500 | 0.80 | 67% |", out)
         self.assertIn("0.88 of the reference (geometric mean over 2 shapes), lowest 0.80 at 32768x256 f16", out)
-        self.assertIn(f"{2 * n} of {2 * n} self-scored", out)
+        self.assertIn(f"{n} answered; your scores: {2 * n} of {2 * n} points", out)
         code, out = self.grade("interview", "history")
         self.assertRegex(out, rf"lesson4 +40:00/45m finished +2/3 +0\.88 +{2 * n}/{2 * n}")
 
@@ -359,12 +373,12 @@ class StagesAndNumbersTests(InterviewCase):
         self.assertEqual(code, 0, out)
         self.assertIn("CPU emulator: correctness only", out)
         n = len(interview_content.readme_questions(all_lessons()[1]))
-        code, out = self.grade("interview", "questions", "--answers", self.answers(n), at=700)
+        code, out = self.grade("interview", "questions", "--end-coding", "--answers", self.answers(n), at=700)
         self.assertIn("on your own measured numbers are left out", out)
         code, out = self.grade("interview", "report")
         self.assertIn("pass, emulated: correctness only", out)
         self.assertIn("not measured: graded on the CPU emulator", out)
-        self.assertIn(f"{n} asked", out)
+        self.assertIn(f"{n} answered", out)
 
 
 class QuestionTests(InterviewCase):
@@ -393,6 +407,17 @@ class QuestionTests(InterviewCase):
         self.assertIn("'7' is not a score", out.getvalue())
         self.assertLess(out.getvalue().index("Model one."), out.getvalue().index("Q two?"))
 
+    def test_the_score_card_says_answered_scored_and_points_plainly(self):
+        q = interview_report.questions_text
+        self.assertEqual(q(5, [2, 1, 2]), "5 answered; your scores: 5 of 6 points over the 3 you scored (2 not scored)")
+        self.assertEqual(q(6, [2, 2, 1, 2, 2, 1]), "6 answered; your scores: 10 of 12 points")
+        self.assertEqual(q(3, []), "3 answered; none scored")
+        state = {"stages": [], "planned": [], "minutes": 45, "phase": "done", "coding_ended": 60,
+                 "qa": [{"score": 2}, {"score": None}, {"score": 1}], "attempts": []}
+        row = dict(interview_report.scorecard(state, lambda name: True))["questions"]
+        self.assertEqual(row, "3 answered; your scores: 3 of 4 points over the 2 you scored (1 not scored)")
+        self.assertNotIn("self-scored (", row)
+
     def test_an_interrupted_round_resumes_at_the_next_question(self):
         qs = [interview_content.Question(f"Q{i}?", f"M{i}.") for i in range(3)]
         answers = [("a0", 2), ("a1", 1), ("a2", 0)]
@@ -403,6 +428,117 @@ class QuestionTests(InterviewCase):
         finally:
             sys.stdout = stdout
         self.assertEqual([d["answer"] for d in done], ["a0", "a1", "a2"])
+
+
+class OnATerminal:
+    """./grade run on a pseudo-terminal (stdin, stdout and stderr), answering prompts as a person would:
+    `steps` is a list of (text to wait for, what to type), where typing None sends Ctrl-C instead."""
+
+    def __init__(self, args, env, steps, timeout=120):
+        import pty
+        import select
+        import signal
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, GRADE, *args], cwd=ROOT, env=env, stdin=slave, stdout=slave,
+                                stderr=slave, close_fds=True)
+        os.close(slave)
+        out, steps, deadline = b"", list(steps), __import__("time").monotonic() + timeout
+        while __import__("time").monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                out += data
+            while steps and steps[0][0].encode() in out:
+                wait_for, typed = steps.pop(0)
+                out = out.replace(wait_for.encode(), wait_for.encode() + b"<seen>", 1)
+                if typed is None:
+                    proc.send_signal(signal.SIGINT)
+                else:
+                    os.write(master, typed.encode())
+        os.close(master)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.code = proc.returncode
+        self.out = out.replace(b"<seen>", b"").decode("utf-8", "replace").replace("\r\n", "\n")
+        self.steps_left = steps
+
+
+class EndOfCodingTests(InterviewCase):
+    """Going to the questions ends the coding part: while a stage is open and time is left, it asks first."""
+
+    def on_terminal(self, steps, *args, at=0.0):
+        return OnATerminal(["interview", "questions", *args], dict(self.env, WORKBOOK_NOW=str(T0 + at)), steps)
+
+    def test_without_a_terminal_it_needs_end_coding(self):
+        self.grade("interview", "lesson1", "--minutes", "30")
+        code, out = self.grade("interview", "questions", "--answers", self.answers(5), at=300)
+        self.assertEqual(code, 64, out)
+        self.assertIn("the coding part is not over: stage 1 (lesson1) is not passed yet and 25:00 of 30:00 are left",
+                      out)
+        self.assertIn("--end-coding", out)
+        s = self.state()
+        self.assertEqual((s["phase"], s["qa"]), ("coding", []))
+        code, out = self.grade("interview", "questions", "--end-coding", "--answers", self.answers(5), at=310)
+        self.assertEqual(code, 0, out)
+        self.assertIn("stopped by the candidate after 0 passed stage(s)", out)
+
+    def test_on_a_terminal_it_asks_and_no_keeps_coding(self):
+        self.grade("interview", "lesson1", "--minutes", "30")
+        run = self.on_terminal([("[y/N]", "n\n")], at=300)
+        self.assertEqual(run.code, 0, run.out)
+        self.assertIn("The coding part is not over", run.out)
+        self.assertIn("The coding part goes on", run.out)
+        self.assertEqual(self.state()["phase"], "coding")
+        code, out = self.grade("interview", "check", at=320)
+        self.assertNotIn("coding part of this interview is over", out)
+
+    def test_once_time_is_up_it_does_not_ask(self):
+        self.grade("interview", "lesson1", "--minutes", "10")
+        code, out = self.grade("interview", "questions", "--answers", self.answers(5), at=11 * 60)
+        self.assertEqual(code, 0, out)
+        self.assertIn("(time is up)", self.grade("interview", "report")[1])
+
+    def test_an_answers_file_goes_on_from_the_first_question_not_answered(self):
+        """Q1 answered at the keyboard, then Ctrl-C; an answers file of two blocks answers Q2 and Q3, and
+        the questions after them stay open; a last file finishes the round."""
+        self.grade("interview", "lesson1", "--minutes", "30")
+        run = self.on_terminal([("[y/N]", "y\n"), ("finish with an empty line", "typed at the keyboard\n\n"),
+                                ("Enter to leave it unscored", "1\n"), ("Q2 of", None)], at=60)
+        self.assertEqual(run.steps_left, [], run.out)
+        s = self.state()
+        total = len(interview_content.questions(all_lessons()[0]))
+        self.assertEqual([(x["answer"], x["score"]) for x in s["qa"]], [("typed at the keyboard", 1)])
+        self.assertEqual(s["phase"], "questions")
+        two = self.write(os.path.join(self.tmp, "two.txt"), "file answer A\nscore: 2\n---\nfile answer B\n")
+        code, out = self.grade("interview", "questions", "--answers", two, at=120)
+        self.assertEqual(code, 0, out)
+        self.assertIn("1 of 5 answered already; 4 to go, from Q2".replace("5", str(total)), out)
+        self.assertIn("the answers file's first answer is taken for Q2", out)
+        self.assertIn("Q2 of", out)
+        self.assertNotIn("Q1 of", out)
+        self.assertIn(f"not answered yet (the answers file ran out): Q4 to Q{total}", out)
+        s = self.state()
+        self.assertEqual([(x["answer"], x["score"]) for x in s["qa"]],
+                         [("typed at the keyboard", 1), ("file answer A", 2), ("file answer B", None)])
+        self.assertEqual(s["phase"], "questions")  # not closed: questions are left
+        rest = self.write(os.path.join(self.tmp, "rest.txt"),
+                          "\n---\n".join(f"last {i}\nscore: 2" for i in range(total - 3)) + "\n")
+        code, out = self.grade("interview", "questions", "--answers", rest, at=180)
+        self.assertEqual(code, 0, out)
+        self.assertIn("Score card", out)
+        answers = [x["answer"] for x in json.load(open(os.path.join(s["workspace"], "interview.json")))["qa"]]
+        self.assertEqual(answers[:4], ["typed at the keyboard", "file answer A", "file answer B", "last 0"])
+        self.assertEqual(len(answers), total)
+        self.assertIn(f"{total} answered; your scores: {1 + 2 + 2 * (total - 3)} of {2 * (total - 1)} points over "
+                      f"the {total - 1} you scored (1 not scored)", out)
 
 
 class RobustnessTests(InterviewCase):
@@ -473,10 +609,11 @@ class LessonFilesTests(unittest.TestCase):
 
     def grader_case_names(self):
         text = ""
-        for name in os.listdir(os.path.join(ROOT, "grader", "src")):
-            if name.endswith((".cu", ".cpp", ".h")):  # lesson 9's descriptor cases live in a header
-                with open(os.path.join(ROOT, "grader", "src", name), encoding="utf-8") as f:
-                    text += f.read()
+        for folder, _, names in os.walk(os.path.join(ROOT, "grader", "lessons")):
+            for name in names:
+                if name.endswith((".cu", ".cpp", ".h")):  # lesson 9's descriptor cases live in a header
+                    with open(os.path.join(folder, name), encoding="utf-8") as f:
+                        text += f.read()
         return set(re.findall(r'\{"([a-z0-9_]+)"', text))
 
     def test_every_lesson_has_an_interview(self):
@@ -503,10 +640,31 @@ class LessonFilesTests(unittest.TestCase):
         there (lesson 9's contract has one) must not make the block's second half the opening."""
         from workbook.interview_workspace import prompt
         for lesson in all_lessons():
-            opening = prompt(lesson, 45).split("\n\n")[0]
-            self.assertNotIn("```", opening, lesson.name)
-            self.assertNotRegex(opening, r"\bnamespace\b|#include|\);\s*$", lesson.name)
-            self.assertGreater(len(opening), len("Interviewer: implement this entry point. ") + 40, lesson.name)
+            for paragraph in prompt(lesson, 45).split("\n\n"):
+                self.assertNotIn("```", paragraph, lesson.name)
+            task = interview_workspace.task(lesson)
+            self.assertNotRegex(task, r"\bnamespace\b|#include|\);\s*$", lesson.name)
+            self.assertGreater(len(task.split("\n\n")[0]), len("Your task: ") + 20, lesson.name)
+
+    def test_the_prompt_states_the_operator_its_formula_and_the_contract_first(self):
+        """What an interviewer says first: the operator and its formula, then the task, then the contract,
+        then the rules; the lesson's file names and build commands are not part of it."""
+        from workbook.interview_workspace import prompt
+        for lesson in all_lessons():
+            text = prompt(lesson, 45)
+            self.assertTrue(text.startswith("Interviewer: the operator is RMSNorm"), lesson.name)
+            formula = text.index("y[r, c] = x[r, c] / sqrt(")
+            task = text.index("Your task: ")
+            contract = text.index(interview_content.contract(lesson))
+            rules = text.index("Any valid input must work")
+            self.assertLess(formula, task, lesson.name)
+            self.assertLess(task, contract, lesson.name)
+            self.assertLess(contract, rules, lesson.name)
+            self.assertNotIn("exercises/", text, lesson.name)
+            self.assertNotRegex(text, r"(?m)^\s*make lesson", lesson.name)
+        # The lesson's own formulas come with it (lesson 5's fused add, lesson 10's backward pass).
+        self.assertIn("residual_out = s rounded to T", prompt(find_lesson("lesson5"), 45))
+        self.assertIn("dx      = rstd · (g − x̂ · m)", prompt(find_lesson("lesson10"), 45))
 
     def test_a_stage_naming_its_own_lesson_is_refused(self):
         lesson = all_lessons()[0]

@@ -3,9 +3,12 @@
   ./grade interview lessonN [--minutes M]   start: a bare stub, the interviewer's prompt, the clock
   ./grade interview random [--minutes M]    start on a lesson not yet passed in interview mode
   ./grade interview check                   the interviewer's visible cases, as often as you like
-  ./grade interview submit [--answers F]    your final answer: every case, fresh inputs, then the gate;
-                                            a pass opens the next stage, or the questions after the last
-  ./grade interview questions [--answers F] the follow-up questions (ends the coding part)
+  ./grade interview submit [--answers F]    your final answer: every case on fresh inputs, then the gate
+                                            (GPU lessons); a pass opens the next stage, or the questions
+                                            after the last
+  ./grade interview questions [--answers F] the follow-up questions; this ends the coding part, so while a
+                                            stage is open and time is left it asks first (--end-coding:
+                                            without asking)
   ./grade interview status | report | history | abandon
 
 The workspace is .workbook/interview/<time>-lessonN/ (git-ignored): your files, every submitted version,
@@ -24,7 +27,7 @@ from . import interview_content as content
 from . import interview_grading as grading
 from . import interview_report as reporting
 from . import interview_state as st
-from .interview_questions import ask, read_answers_file
+from .interview_questions import ask, first_answer_for, read_answers_file
 from .interview_workspace import bare_stub, extension, prompt, stage_file
 from .lessons import UsageError, all_lessons, find_lesson
 
@@ -154,8 +157,10 @@ def check():
     elif attempt["verdict"] == "fail-build":
         print(f"{label}: your file did not build; fix the first error above and check again.")
     elif attempt["verdict"] == "pass":
+        then = (", then the bandwidth gate" if lesson.needs_gpu and not attempt.get("emulated") else
+                " (the bandwidth gate needs a GPU)" if lesson.needs_gpu else "")  # a CPU lesson has no gate
         print(f"{label}: all {attempt['cases_total']} visible cases pass{emulated}. They are the same inputs every "
-              "check; submit runs every case on fresh inputs, then the gate: ./grade interview submit")
+              f"check; submit runs every case on fresh inputs{then}: ./grade interview submit")
     else:
         failed = attempt["failed"]
         names = ", ".join(failed[:4]) + (f" and {len(failed) - 4} more" if len(failed) > 4 else "")
@@ -263,13 +268,38 @@ def _round_questions(state):
     return kept, len(found) - len(kept)
 
 
-def questions(answers_path=None):
+def _confirm_end_of_coding(state, end_coding):
+    """True when the coding part may end now: time is up, --end-coding was given, or the candidate says
+    so at the terminal. Without a terminal and without --end-coding, a UsageError says what to add."""
+    if st.left(state) < 0 or end_coding:
+        return True
+    stage = _stage(state)
+    what = (f"stage {stage['number']} ({stage['lesson']}) is not passed yet and {st.fmt(st.left(state))} of "
+            f"{state['minutes']}:00 are left")
+    if not sys.stdin.isatty():
+        raise UsageError(f"the coding part is not over: {what}. The questions end it for good, with no more "
+                         "checks or submits; to end it now, add --end-coding (./grade interview questions "
+                         "--end-coding [--answers FILE])")
+    print(st.clock_line(state))
+    print(f"The coding part is not over: {what}.\nThe questions end it for good: no more checks or submits.")
+    print("End the coding part and go to the questions? [y/N] ", end="", flush=True)
+    reply = sys.stdin.readline().strip().lower()
+    if reply in ("y", "yes"):
+        return True
+    print("The coding part goes on: ./grade interview check, ./grade interview submit.")
+    print(st.clock_line(state))
+    return False
+
+
+def questions(answers_path=None, end_coding=False):
     state = _need_running()
     answers = read_answers_file(answers_path) if answers_path else None
     if answers is None and not sys.stdin.isatty():
         raise UsageError(f"the questions need answers: run ./grade interview questions in a terminal, or give "
                          f"--answers FILE ({ANSWERS_FORMAT})")
     if state["phase"] == "coding":
+        if not _confirm_end_of_coding(state, end_coding):
+            return exitcodes.PASS
         over = st.left(state) < 0
         passed = sum(1 for s in state["stages"] if s.get("passed_at") is not None)
         _end_coding(state, "time is up" if over else f"stopped by the candidate after {passed} passed stage(s)")
@@ -277,17 +307,37 @@ def questions(answers_path=None):
     state["numbers_skipped"] = skipped
     _save(state)
     print(st.clock_line(state))
-    if answers is not None and len(answers) > len(qs):
-        print(f"(the answers file has {len(answers)} answers for {len(qs)} questions; the extra ones are ignored)")
+    done = len(state["qa"])
+    left = len(qs) - done
     if skipped:
         print(f"({skipped} question(s) on your own measured numbers are left out: no timed passing submit)")
-    print(f"\nFollow-up questions ({len(qs)}): after each answer you see the model answer and score yourself.")
+    if done:
+        print(f"\nFollow-up questions: {done} of {len(qs)} answered already; {left} to go, from Q{done + 1}.")
+    else:
+        print(f"\nFollow-up questions ({len(qs)}): after each answer you see the model answer and score yourself.")
+    if answers is not None:
+        offset = first_answer_for(answers, state["qa"])
+        usable = len(answers) - (done - offset)
+        if done and left:
+            print(f"(the answers file's answer {done - offset + 1} is taken for Q{done + 1}, the first question "
+                  "not yet answered)" if offset == 0 else
+                  f"(the answers file's first answer is taken for Q{done + 1}, the first question not yet answered)")
+        if usable > left:
+            print(f"(the answers file has {usable} answers for the {left} question(s) left; "
+                  f"the last {usable - left} are ignored)")
 
     def record(entry):
         state["qa"].append(entry)
         _save(state)
 
     ask(qs, state["qa"], record, answers)
+    if len(state["qa"]) < len(qs):
+        rest = len(qs) - len(state["qa"])
+        print(f"\n{rest} question(s) not answered yet (the answers file ran out): Q{len(state['qa']) + 1} to "
+              f"Q{len(qs)}. Go on with ./grade interview questions (in a terminal, or --answers FILE with "
+              "their answers).")
+        print(st.clock_line(state))
+        return exitcodes.PASS
     return _finish(state, "finished")
 
 

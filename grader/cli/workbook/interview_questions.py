@@ -1,7 +1,8 @@
 """The question round: one question at a time, the candidate's answer, the model answer, a 0-2 self-score.
 
 Answers and scores come from the keyboard, or from a file: blocks separated by lines of `---`, one per
-question in order, each optionally ending with a line `score: 0`, `score: 1` or `score: 2`.
+question in order, each optionally ending with a line `score: 0`, `score: 1` or `score: 2`. A file's first
+block answers the first question not yet answered.
 """
 import re
 import sys
@@ -59,19 +60,37 @@ def _read_typed_score(stream):
         print(f"'{raw}' is not a score; type 0, 1 or 2.")
 
 
+def first_answer_for(answers, done):
+    """The index of the question an answers file's first answer goes to.
+
+    Normally the first question not yet answered: the candidate may have answered some at the keyboard.
+    A file whose first answers are exactly those already recorded is the same file again, after an
+    interrupted round: it answers every question from the first.
+    """
+    start = len(done)
+    if start and len(answers) > start and all(answers[j][0] == (done[j].get("answer") or "") for j in range(start)):
+        return 0
+    return start
+
+
 def ask(questions, done, record, answers=None, stream=None):
     """Asks questions[len(done):], calling record(entry) after each, so an interrupted round resumes.
 
-    `answers` (from read_answers_file) replaces the keyboard; it is indexed by the question's number.
+    `answers` (from read_answers_file) replaces the keyboard. Its first answer goes to the first question
+    not yet answered (the candidate may have answered some at the keyboard; see first_answer_for), and the
+    round stops when the file runs out, leaving the rest for later.
     """
     stream = stream or sys.stdin
     total = len(questions)
+    offset = first_answer_for(answers, done) if answers is not None else 0
     for i in range(len(done), total):
         q = questions[i]
+        if answers is not None and i - offset >= len(answers):
+            return
         print(f"\nQ{i + 1} of {total}: {q.text}")
         if answers is not None:
-            given, score = answers[i] if i < len(answers) else ("", None)
-            print(f"Your answer: {given or '(none in the answers file)'}")
+            given, score = answers[i - offset]
+            print(f"Your answer: {given or '(left empty in the answers file)'}")
         else:
             print("Your answer (finish with an empty line):")
             given = _read_typed_answer(stream)

@@ -43,6 +43,19 @@ def _speed_text(state, stage, lesson_needs_gpu):
             f"{low['ratio']:.2f} at {low['shape']} {low['dtype']}; {100 * copy:.0f}% of the copy bandwidth")
 
 
+def questions_text(answered, scores):
+    """The questions' line of the score card, e.g. "5 answered; your scores: 7 of 8 points over the 4 you
+    scored (1 not scored)", or "6 answered; your scores: 10 of 12 points". A question is worth 2 points."""
+    text = f"{answered} answered"
+    if not scores:
+        return text + "; none scored"
+    text += f"; your scores: {sum(scores)} of {2 * len(scores)} points"
+    unscored = answered - len(scores)
+    if unscored:
+        text += f" over the {len(scores)} you scored ({unscored} not scored)"
+    return text
+
+
 def scorecard(state, lesson_needs_gpu):
     """[(what, verdict)] rows of the summary: correctness, speed, time, questions."""
     stages = state["stages"]
@@ -73,8 +86,7 @@ def scorecard(state, lesson_needs_gpu):
     qa = state.get("qa", [])
     scored = [x["score"] for x in qa if x.get("score") is not None]
     if qa:
-        rows.append(("questions", f"{sum(scored)} of {2 * len(scored)} self-scored ({len(qa)} asked, "
-                                  f"{len(qa) - len(scored)} unscored)"
+        rows.append(("questions", questions_text(len(qa), scored)
                      + (f"; {state['numbers_skipped']} on your own numbers not asked: no timed passing submit"
                         if state.get("numbers_skipped") else "")))
     else:
@@ -124,8 +136,10 @@ def render(state, lesson_title, lesson_needs_gpu):
              "| | |", "|---|---|"]
     lines += [f"| {what} | {_cell(text, 1000)} |" for what, text in scorecard(state, lesson_needs_gpu)]
     lines += ["", "## The prompt", ""] + ["> " + l if l else ">" for l in state["prompt"].splitlines()]
+    gpu = [lesson_needs_gpu(s["lesson"]) for s in state["stages"]]
+    then = ", then the bandwidth gate" if all(gpu) else ", then, in a GPU stage, the bandwidth gate" if any(gpu) else ""
     lines += ["", "## Timeline", "", "Checks run the interviewer's visible cases on the same inputs every time; "
-              "submits run every case on fresh inputs, then the gate.", ""]
+              f"submits run every case on fresh inputs{then}.", ""]
     lines += _timeline(state) if state["attempts"] else ["No check or submit yet."]
     lines += ["", "## Stages"]
     for s in state["stages"]:

@@ -67,18 +67,80 @@ def stage_file(number, lesson, previous_code):
             + "\n".join(_includes(lesson)) + "\n\n" + entry_point_stub(lesson) + "\n")
 
 
+# What an interviewer says first, whatever the lesson: the operator and its formula. Every lesson is
+# this operator (lesson 9 adds LayerNorm, lesson 10 is its backward pass, lesson 11 quantises its output);
+# the lesson's own statement of the task follows.
+OPERATOR = ("Interviewer: the operator is RMSNorm, the normalisation in front of nearly every block of a "
+            "transformer. For every row r of an input x with n = cols columns, and a weight w shared by all rows:")
+FORMULA = "    y[r, c] = x[r, c] / sqrt((x[r, 0]^2 + x[r, 1]^2 + ... + x[r, n-1]^2) / n + eps) * w[c]"
+
+
+def _blocks(text):
+    """A Markdown text as [(kind, text)]: ("code", body) for fenced blocks, ("prose", paragraph) otherwise."""
+    out = []
+    for i, part in enumerate(re.split(r"^```[^\n]*\n(.*?)^```[ \t]*$", text, flags=re.S | re.M)):
+        if i % 2:
+            out.append(("code", part.rstrip()))
+        else:
+            out += [("prose", " ".join(p.split())) for p in re.split(r"\n\s*\n", part) if p.strip()]
+    return out
+
+
+def _without_file_names(paragraph):
+    """The lesson's sentence about where the task lives, without the exercise file (the candidate's
+    file is the interview's own); a header the contract comes from is named in a sentence of its own."""
+    header = re.search(r"against the header (`[^`]+`)", paragraph)
+    text = re.sub(r",?\s*\b[Ii]n `exercises/[^`]*`(?:, the only file you edit)?(?:,?\s*against the header `[^`]*`)?,?",
+                  "", paragraph)
+    text = re.sub(r"\s+([,.:])", r"\1", text).strip()
+    if header:
+        colon = text.endswith(":")
+        text = text.rstrip(":").rstrip(".") + f". The contract is declared in {header.group(1)}" + (":" if colon else ".")
+    return text
+
+
+def task(lesson):
+    """The lesson's 'What you build' up to its `make` line, as the interviewer states it: the prose and
+    the formula blocks, without the contract (shown on its own) and without file names."""
+    contract_text = contract(lesson)
+    out, pending = [], ""
+    blocks = _blocks(_section(lesson, "What you build"))
+    for i, (kind, text) in enumerate(blocks):
+        if kind == "code":
+            if text.lstrip().startswith(("make ", "./grade")):
+                break  # how to build and grade the lesson: the interview has its own commands
+            if text.strip() == contract_text.strip():
+                continue
+            out.append("\n".join("    " + l if l.strip() else "" for l in text.splitlines()))
+            continue
+        text = _without_file_names(text)
+        following = blocks[i + 1] if i + 1 < len(blocks) else None
+        if text.endswith(":") and not (following and following[0] == "code"
+                                       and following[1].strip() != contract_text.strip()):
+            # It introduced the contract, which comes later: it opens the next paragraph instead.
+            pending = (pending + " " + text[:-1].rstrip() + ".").strip()
+            continue
+        if text:
+            out.append((pending + " " + text).strip())
+            pending = ""
+    if pending:
+        out.append(pending)
+    if out and not out[0].startswith("    "):
+        first = out[0]
+        word = first.split(" ", 1)[0]
+        if word[1:].islower() or len(word) == 1:
+            first = first[0].lower() + first[1:]  # "One C++ function" -> "one C++ function"; "RMSNorm" stays
+        out[0] = "Your task: " + first
+    return "\n\n".join(out)
+
+
 def prompt(lesson, minutes):
-    """The interviewer's opening: the lesson's first paragraph, the contract, and the rules of the clock."""
-    # Code blocks go first: a blank line inside one would otherwise make its second half a "paragraph".
-    what = re.sub(r"```.*?```", "", _section(lesson, "What you build"), flags=re.S)
-    prose = [p for p in re.split(r"\n\s*\n", what)
-             if not p.lstrip().startswith(("```", "make ", "./grade", "    ")) and "exercises/" not in p
-             and not p.rstrip().endswith(":")]
-    first = " ".join(prose[0].split()) if prose else ""
+    """The interviewer's opening: the operator and its formula, the task, the contract, and the rules."""
     gpu = ("Correctness comes first; then your kernel is timed against the reference solution in the "
            "same process, and it must reach the lesson's share of the reference's bandwidth."
            if lesson.needs_gpu else "It is graded on the CPU for correctness.")
-    return (f"Interviewer: implement this entry point. {first}\n\n{contract(lesson)}\n\n"
+    return (f"{OPERATOR}\n\n{FORMULA}\n\n{task(lesson)}\n\n"
+            f"The contract (your file declares it, with empty bodies):\n\n{contract(lesson)}\n\n"
             f"Any valid input must work: think about sizes, tails, alignment and edge cases before you write code. "
             f"{gpu} You have {minutes} minutes; the clock is running. Run the cases I would run with you as "
             f"often as you like with ./grade interview check; ./grade interview submit is your final answer, "

@@ -9,7 +9,7 @@
   ./grade lessonN --profile    Nsight Compute: your kernel next to the reference's (explains the gate)
 
   ./grade interview lessonN|random [--minutes M]   a timed mock interview in stages, on a bare stub
-  ./grade interview check | submit | questions [--answers FILE] | status | report | history | abandon
+  ./grade interview check | submit | questions [--answers FILE] [--end-coding] | status | report | history | abandon
 
   ./grade leaderboard lessonN DIR [--out DIR]   grade and rank every student's file in DIR
   ./grade leaderboard merge lessonN RESULTS     rank results collected by a Slurm job array
@@ -279,7 +279,10 @@ def _interview_parser():
                                 "history, abandon")
     p.add_argument("--minutes", type=int, default=45, help="time limit of a new interview (default 45)")
     p.add_argument("--answers", metavar="FILE",
-                   help="submit, questions: the answers (and self-scores) to the follow-up questions")
+                   help="submit, questions: the answers (and self-scores) to the follow-up questions; the "
+                        "file's first answer goes to the first question not yet answered")
+    p.add_argument("--end-coding", action="store_true",
+                   help="questions: end the coding part while a stage is still open, without being asked")
     return p
 
 
@@ -290,9 +293,15 @@ def run_interview(argv):
     if args.what in ("submit", "questions"):
         if args.answers and not os.path.isfile(args.answers):
             raise UsageError(f"no such file: {args.answers} (the answers to the follow-up questions)")
-        return (interview.submit if args.what == "submit" else interview.questions)(args.answers)
+        if args.what == "submit":
+            if args.end_coding:
+                raise UsageError("--end-coding goes with ./grade interview questions")
+            return interview.submit(args.answers)
+        return interview.questions(args.answers, args.end_coding)
     if args.answers:
         raise UsageError("--answers goes with ./grade interview submit or ./grade interview questions")
+    if args.end_coding:
+        raise UsageError("--end-coding goes with ./grade interview questions")
     if args.what in commands:
         return commands[args.what]()
     return interview.start(args.what, args.minutes)
