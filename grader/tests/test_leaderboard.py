@@ -89,6 +89,44 @@ class RankingTests(unittest.TestCase):
                 self.assertIn("| 1 | ann | correct | 2500 |", f.read())
 
 
+    def test_the_detail_is_never_cut_inside_a_word(self):
+        """The HTML page and the files keep the whole detail (the page wraps it between words); the
+        terminal table shortens it at a word boundary, with an ellipsis."""
+        lesson = find_lesson("lesson4")
+        long = ("wrong answer at prime_cols: y[row 3, col 7] expected 0.51234567, got 0.51299999, off by more than "
+                "the tolerance 0.00000012; 4091 of the elements are wrong, 0 of them never written (repetition 1 of 2)")
+        failing = result("ben", 0, "wrong answer at prime_cols")
+        failing["detail"] = long
+        ranked = ranking.rank([result("ann", 2500), failing])
+        meta = {"sandbox": "bubblewrap sandbox", "isolated": True}
+        page = exports.to_html(ranked, lesson, meta)
+        self.assertIn(f"<td class='detail'>{long}</td>", page)
+        self.assertRegex(page, r"td\.detail\{[^}]*white-space:normal")
+        self.assertIn(long, exports.to_markdown(ranked, lesson, meta))
+        self.assertIn(long, exports.to_csv(ranked, meta, lesson))
+        text = exports.to_text(ranked, lesson, meta)
+        shown = [l for l in text.splitlines() if "ben" in l][0]
+        cut = shown[shown.index("wrong answer at prime_cols: y["):]
+        self.assertTrue(cut.endswith("…"), cut)
+        self.assertTrue(long.startswith(cut[:-1]), cut)
+        self.assertEqual(long[len(cut) - 1], " ", f"cut inside a word: {cut!r}")
+        self.assertLessEqual(len(cut), exports.TEXT_DETAIL_LIMIT)
+
+    def test_a_cpu_lessons_empty_bandwidth_columns_are_explained(self):
+        """Lesson 1 is graded on the CPU: nothing is timed, and every export says so where GB/s is empty."""
+        lesson = find_lesson("lesson1")
+        ranked = ranking.rank([result("ann", 0, gpu="no GPU"), result("ben", 0, "wrong answer at one_row",
+                                                                      gpu="no GPU")])
+        meta = {"sandbox": "bubblewrap sandbox", "isolated": True}
+        note = "lesson1 is a CPU lesson: it is graded for correctness only, nothing is timed"
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in exports.export(ranked, lesson, meta, tmp):
+                with open(path, encoding="utf-8") as f:
+                    self.assertIn(note, f.read(), path)
+        self.assertIn(note, exports.to_text(ranked, lesson, meta))
+        self.assertNotIn("CPU lesson", exports.to_text(ranking.rank([result("ann", 2500)]), find_lesson("lesson4"),
+                                                       meta))
+
     def test_a_result_timed_next_to_another_gpu_process_is_not_ranked(self):
         shared = result("zed", 2600)
         shared.update({"clean": False, "foreign_gpu": ["pid 77 (python3, 1024 MiB)"]})

@@ -20,7 +20,22 @@ def banner(meta):
     return f"WARNING: {meta['sandbox']}."
 
 
-def _detail(r):
+# The terminal table keeps each row on one line; the files keep the whole detail.
+TEXT_DETAIL_LIMIT = 160
+
+
+def shorten(text, limit):
+    """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut."""
+    if limit is None or len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:|(") + "…"
+
+
+def _detail(r, limit=None):
     notes = []
     if not r["status"].startswith("correct"):
         notes.append(r.get("detail") or "")
@@ -28,14 +43,22 @@ def _detail(r):
         notes.append("not ranked: timed next to another GPU process: " + "; ".join(r.get("foreign_gpu", [])))
     if r.get("left_behind"):
         notes.append("left processes behind (killed): " + ", ".join(r["left_behind"][:3]))
-    return " | ".join(n for n in notes if n)[:160]
+    return shorten(" | ".join(n for n in notes if n), limit)
 
 
-def row(r):
+def row(r, detail_limit=None):
     timed = r.get("gbps", 0) > 0
     return [rank_text(r), r["name"], r["status"], f"{r['gbps']:.0f}" if timed else "",
             f"{100 * r['of_reference']:.0f}%" if timed else "", f"{100 * r['of_copy']:.0f}%" if timed else "",
-            _detail(r)]
+            _detail(r, detail_limit)]
+
+
+def cpu_note(lesson):
+    """Why the bandwidth columns are empty on a lesson graded on the CPU (lesson 1); None otherwise."""
+    if getattr(lesson, "needs_gpu", True):
+        return None
+    return (f"{lesson.name} is a CPU lesson: it is graded for correctness only, nothing is timed, so the "
+            "GB/s, % of ref and % of copy columns stay empty.")
 
 
 def _heading(gpu, rows):
@@ -49,9 +72,12 @@ def _heading(gpu, rows):
 def to_text(ranked, lesson, meta):
     out = io.StringIO()
     out.write(banner(meta) + "\n")
+    note = cpu_note(lesson)
     for gpu, rows in ranked.items():
         out.write(f"\n{lesson.name} leaderboard {_heading(gpu, rows)}\n")
-        table = [COLUMNS] + [row(r) for r in rows]
+        if note:
+            out.write(f"({note})\n")
+        table = [COLUMNS] + [row(r, TEXT_DETAIL_LIMIT) for r in rows]
         widths = [max(len(str(line[i])) for line in table) for i in range(len(COLUMNS) - 1)]
         for line in table:
             out.write("  " + "  ".join(str(c).ljust(w) for c, w in zip(line, widths)) + "  " + line[-1] + "\n")
@@ -60,16 +86,21 @@ def to_text(ranked, lesson, meta):
 
 def to_markdown(ranked, lesson, meta):
     lines = [f"# {lesson.name} leaderboard", "", f"> {banner(meta)}", ""]
+    note = cpu_note(lesson)
     for gpu, rows in ranked.items():
-        lines += [f"## {_heading(gpu, rows)}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += [f"## {_heading(gpu, rows)}", ""] + ([f"*{note}*", ""] if note else [])
+        lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in rows]
         lines.append("")
     return "\n".join(lines)
 
 
-def to_csv(ranked, meta):
+def to_csv(ranked, meta, lesson=None):
     out = io.StringIO()
     out.write(f"# {banner(meta)}\n")
+    note = cpu_note(lesson)
+    if note:
+        out.write(f"# {note}\n")
     writer = csv.writer(out)
     writer.writerow(["gpu"] + COLUMNS)
     for gpu, rows in ranked.items():
@@ -79,8 +110,11 @@ def to_csv(ranked, meta):
 
 
 def to_json(ranked, lesson, meta):
-    return json.dumps({"lesson": lesson.name, "sandbox": meta["sandbox"], "isolated": meta["isolated"],
-                       "boards": ranked}, indent=2)
+    data = {"lesson": lesson.name, "sandbox": meta["sandbox"], "isolated": meta["isolated"], "boards": ranked}
+    note = cpu_note(lesson)
+    if note:
+        data["note"] = note
+    return json.dumps(data, indent=2)
 
 
 def _chart(rows):
@@ -104,16 +138,24 @@ def to_html(ranked, lesson, meta):
     warn = "" if meta.get("isolated") else " class='warn'"
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{lesson.name} leaderboard</title>",
              "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
-             "td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}"
+             "td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}"
+             "td.detail{min-width:20em;max-width:48em;white-space:normal;overflow-wrap:break-word;"
+             "word-break:normal;hyphens:none}"
+             ".note{color:#555;font-style:italic}"
              ".fail{color:#a00}.warn{background:#fee;padding:.5em;border:1px solid #a00}</style></head><body>",
              f"<h1>{html.escape(lesson.name)} leaderboard</h1>", f"<p{warn}>{html.escape(banner(meta))}</p>"]
+    note = cpu_note(lesson)
     for gpu, rows in ranked.items():
         parts.append(f"<h2>{html.escape(_heading(gpu, rows))}</h2>")
+        if note:
+            parts.append(f"<p class='note'>{html.escape(note)}</p>")
         parts.append(_chart(rows))
         parts.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in COLUMNS) + "</tr>")
         for r in rows:
             cls = "" if r.get("rank") is not None else " class='fail'"
-            parts.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row(r)) + "</tr>")
+            cells = row(r)  # the whole detail: the page wraps it between words
+            parts.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:-1])
+                         + f"<td class='detail'>{html.escape(cells[-1])}</td></tr>")
         parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -121,7 +163,7 @@ def to_html(ranked, lesson, meta):
 
 def export(ranked, lesson, meta, out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    files = {"leaderboard.md": to_markdown(ranked, lesson, meta), "leaderboard.csv": to_csv(ranked, meta),
+    files = {"leaderboard.md": to_markdown(ranked, lesson, meta), "leaderboard.csv": to_csv(ranked, meta, lesson),
              "leaderboard.json": to_json(ranked, lesson, meta), "leaderboard.html": to_html(ranked, lesson, meta)}
     for name, text in files.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
