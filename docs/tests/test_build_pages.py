@@ -8,6 +8,7 @@ results file. Python 3 standard library only (unittest).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -191,17 +192,56 @@ class GeneratorTest(unittest.TestCase):
         self.assertTrue(manifest["lessons"][1]["measured"])
         main = self.wb.page("mainpage.md")
         self.assertIn("1. \\subpage lesson1", main)
-        self.assertIn("\\dotfile lesson-map.dot", main)
         self.assertIn("\\subpage results", main)
         with open(os.path.join(self.wb.out, "dot", "lesson-map.dot"), encoding="utf-8") as f:
             dot = f.read()
-        self.assertIn('URL="\\ref lesson2"', dot)
         self.assertIn("l1 -> l2;", dot)
+        if shutil.which("dot"):
+            # The map is inlined as an SVG that scales with the page (no fixed-size frame), its nodes
+            # linked to the lesson pages.
+            self.assertNotIn("\\dotfile lesson-map.dot", main)
+            self.assertIn("\\htmlonly[block]", main)
+            svg = re.search(r"<svg\b[^>]*>", main).group(0)
+            self.assertIn('width="100%"', svg)
+            self.assertIn("viewBox=", svg)
+            self.assertNotIn("height=", svg)
+            self.assertIn('xlink:href="lesson2.html"', main)
+            self.assertEqual(manifest["main"]["lesson_map"]["nodes"], ["lesson-map-l1", "lesson-map-l2"])
+            self.assertEqual(manifest["main"]["dotfiles"], [])
+        else:  # no graphviz here: Doxygen draws the map
+            self.assertIn("\\dotfile lesson-map.dot", main)
+            self.assertIn('URL="\\ref lesson2"', dot)
         hints = self.wb.page("lesson1_hints.md")
         self.assertIn("{#lesson1_hints}", hints)
         self.assertIn("## Hint 2", hints)
         dox = self.wb.page("namespaces.dox")
         self.assertIn("\\namespace workbook::lesson2", dox)
+
+    def test_mathjax_is_copied_not_linked(self):
+        """The site gets the part of MathJax its pages load, as files: it works copied anywhere."""
+        src = os.path.join(self.wb.root, "mathjax-src")
+        for rel in ("MathJax.js", "extensions/tex2jax.js", "jax/input/TeX/jax.js", "jax/output/SVG/jax.js",
+                    "jax/output/SVG/fonts/TeX/fontdata.js", "jax/output/SVG/fonts/STIX-Web/fontdata.js",
+                    "unpacked/MathJax.js"):
+            self.wb.write(f"mathjax-src/{rel}", "// " + rel)
+        os.symlink(os.path.join(src, "extensions", "tex2jax.js"), os.path.join(src, "extensions", "linked.js"))
+        dst = os.path.join(self.wb.out, "html", "mathjax")
+        os.makedirs(os.path.dirname(dst))
+        os.symlink(src, dst)  # what an older build left: a link into the system copy
+        proc = subprocess.run([sys.executable, os.path.join(DOCS, "build_pages.py"), "mathjax", src, dst],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertFalse(os.path.islink(dst))
+        for rel in ("MathJax.js", "extensions/tex2jax.js", "jax/output/SVG/fonts/TeX/fontdata.js"):
+            self.assertTrue(os.path.isfile(os.path.join(dst, rel)), rel)
+        self.assertFalse(os.path.islink(os.path.join(dst, "extensions", "linked.js")))
+        self.assertFalse(os.path.exists(os.path.join(dst, "unpacked")))  # only what the pages load
+        self.assertFalse(os.path.exists(os.path.join(dst, "jax", "output", "SVG", "fonts", "STIX-Web")))
+        proc = subprocess.run([sys.executable, os.path.join(DOCS, "build_pages.py"), "mathjax",
+                               os.path.join(self.wb.root, "nowhere"), dst], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("no MathJax.js", proc.stderr)
 
     def test_missing_tag_fails(self):
         self.wb.config["lessons"]["1"]["snippets"].append({"tag": "gamma"})
