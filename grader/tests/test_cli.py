@@ -262,8 +262,10 @@ class NoGpuTests(GradeTestCase):
             report = json.load(f)
         self.assertEqual(report["verdict"], "pass")
         self.assertEqual(report["gpu"], "CPU emulator")
-        self.assertEqual(sorted(c["name"] for c in report["cases"]),
-                         ["all_zero_rows_f32", "clip_saturates_bf16", "clip_saturates_f16", "clip_saturates_f32"])
+        names = sorted(c["name"] for c in report["cases"])
+        self.assertTrue({"all_zero_rows_f32", "clip_saturates_bf16", "clip_saturates_f16",
+                         "clip_saturates_f32"} <= set(names), names)
+        self.assertTrue(all(n.startswith("clip_saturates") or n == "all_zero_rows_f32" for n in names), names)
 
     def test_compile_error_names_the_learners_file(self):
         broken = self.write("broken.cu", "#include <cuda_runtime.h>\nint f() { return undeclared_name; }\n")
