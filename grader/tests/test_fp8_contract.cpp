@@ -1,6 +1,7 @@
 // Lesson 11's contract on the CPU: the reference refuses every invalid call of the grader's table
 // with cudaErrorInvalidValue before any device work (so no GPU is needed), in every element type,
-// and a call with rows = 0 succeeds without touching anything.
+// accepts every valid call beside them (eps = 0, a single row with a stride below cols), and a call
+// with rows = 0 succeeds without touching anything.
 #include <gtest/gtest.h>
 #include <dlfcn.h>
 
@@ -52,6 +53,25 @@ TEST(Fp8Contract, ReferenceRefusesEveryInvalidCall) {
     EXPECT_GE(checked, 14);
 }
 
+TEST(Fp8Contract, ReferenceAcceptsEveryValidBoundary) {
+    const api::Lesson11* t = reference_table();
+    ASSERT_NE(t, nullptr);
+    // Without a device an accepted call fails at its launch, never with cudaErrorInvalidValue. With
+    // one, the fake addresses would be dereferenced: the grader's cases of the same names run there.
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
+        GTEST_SKIP() << "a GPU is present: the grader's cases check these calls on real buffers";
+    (void)cudaGetLastError();
+    for (const fp8::ErrorCase& e : fp8::valid_boundary_calls()) {
+        const cudaError_t got[] = {call(t->f32, e), call(t->f16, e), call(t->bf16, e)};
+        for (cudaError_t g : got) {
+            if (e.rows == 0) EXPECT_EQ(g, cudaSuccess) << e.name << ": " << e.what;
+            else EXPECT_NE(g, cudaErrorInvalidValue) << e.name << " was refused: " << e.what;
+        }
+        (void)cudaGetLastError();
+    }
+}
+
 TEST(Fp8Contract, NoRowsIsSuccessWithoutWork) {
     const api::Lesson11* t = reference_table();
     ASSERT_NE(t, nullptr);
@@ -75,4 +95,25 @@ TEST(Fp8Contract, EveryRuleOfTheHeaderHasACase) {
         clip |= !(e.clip > 0);
     }
     EXPECT_TRUE(rows && cols && stride && nulls && eps && clip);
+}
+
+TEST(Fp8Contract, EveryBoundaryHasBothSides) {
+    // Each refusal's first invalid value, and the valid value beside it.
+    bool eps_smallest_negative = false, clip_zero = false, stride_two_rows = false;
+    for (const fp8::ErrorCase& e : fp8::error_cases()) {
+        eps_smallest_negative |= e.eps < 0 && e.eps > -1e-30f;
+        clip_zero |= e.clip == 0.0f;
+        stride_two_rows |= e.rows == 2 && (e.x_stride == e.cols - 1 || e.q_stride == e.cols - 1);
+    }
+    EXPECT_TRUE(eps_smallest_negative && clip_zero && stride_two_rows);
+    bool eps_zero = false, x_single_row = false, q_single_row = false, no_rows_null = false;
+    for (const fp8::ErrorCase& e : fp8::valid_boundary_calls()) {
+        eps_zero |= e.eps == 0.0f;
+        x_single_row |= e.rows == 1 && e.x_stride < e.cols;
+        q_single_row |= e.rows == 1 && e.q_stride < e.cols;
+        no_rows_null |= e.rows == 0 && e.null_x && e.null_weight && e.null_q && e.null_scale;
+        // A valid call is not also in the table of refusals.
+        for (const fp8::ErrorCase& bad : fp8::error_cases()) EXPECT_NE(bad.name, e.name);
+    }
+    EXPECT_TRUE(eps_zero && x_single_row && q_single_row && no_rows_null);
 }

@@ -6,8 +6,14 @@
 /// every launch, its guard zones checked). The saved rstd is computed from x by the grader
 /// (saved_rstd, with an eps the call is never told); dx and dweight are judged against the
 /// fp64 oracle of backward_oracle.h.
+///
+/// The cases that lay out one tensor unlike the others are generated from a table of the
+/// tensor arguments (kLayoutTable): for each, a base aligned only to its element size, and for
+/// each strided one a row stride that is not a multiple of any vector width and padded rows.
+/// contract_rules.json names the cases that check each rule of rmsnorm_backward.h.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +23,7 @@
 #include "engine/device_tensor.h"
 #include "engine/gpu_case.h"
 #include "engine/launch_guard.h"
+#include "launch/launch_recorder.h"
 #include "lessons/common/plan_helpers.h"
 #include "workbook/cuda_check.h"
 #include "lessons/10-rmsnorm-backward/api.h"
@@ -24,8 +31,13 @@
 namespace workbook {
 namespace {
 
+/// The row strides of dy, x and dx, in elements.
+struct Strides {
+    int64_t dy, x, dx;
+};
+
 using BackwardCall = std::function<cudaError_t(const std::vector<void*>& d, size_t workspace_bytes, int64_t rows,
-                                               int64_t cols, int64_t stride, cudaStream_t stream)>;
+                                               int64_t cols, Strides strides, cudaStream_t stream)>;
 
 /// One dtype's entry point and workspace query, type-erased.
 struct Entry {
@@ -36,9 +48,9 @@ struct Entry {
 template <typename T>
 BackwardCall typed(api::BackwardFn<T> fn) {
     // Tensor order: dy, x, weight, rstd, dx, dweight, workspace.
-    return [fn](const std::vector<void*>& d, size_t ws, int64_t rows, int64_t cols, int64_t stride, cudaStream_t s) {
-        return fn(static_cast<const T*>(d[0]), stride, static_cast<const T*>(d[1]), stride,
-                  static_cast<const T*>(d[2]), static_cast<const float*>(d[3]), static_cast<T*>(d[4]), stride,
+    return [fn](const std::vector<void*>& d, size_t ws, int64_t rows, int64_t cols, Strides st, cudaStream_t s) {
+        return fn(static_cast<const T*>(d[0]), st.dy, static_cast<const T*>(d[1]), st.x,
+                  static_cast<const T*>(d[2]), static_cast<const float*>(d[3]), static_cast<T*>(d[4]), st.dx,
                   static_cast<float*>(d[5]), d[6], ws, rows, cols, s);
     };
 }
@@ -64,17 +76,31 @@ enum class Values {
     huge_dy,      ///< dy in [30000, 65504], the weight below 0.25 so that dx stays finite in fp16
 };
 
+/// The tensors of a call, in the order the entry point takes them (and GpuCall::tensors holds them).
+enum TensorIndex : int { kDy, kX, kWeight, kRstd, kDx, kDweight, kWorkspace };
+
 struct BackCase {
     std::string name, what;
     int64_t rows, cols;
     int64_t stride = 0;  ///< row stride of dy, x and dx (0: cols)
     Values values = Values::normal;
     float eps = 1e-5f;   ///< the forward's eps, inside the saved rstd
-    int64_t misalign = 0;
-    int64_t weight_misalign = 0;
+    int64_t misalign = 0;  ///< every tensor but the workspace this many elements past a 256-byte boundary
     bool f16_only = false;
     int repeats = 2;
     int identical_reruns = 0;
+    /// One tensor laid out unlike the others (the layout table's cases): its TensorIndex (-1:
+    /// none), its own row stride (dy, x, dx; 0: the case's) and its own misalignment.
+    int own_layout = -1;
+    int64_t own_stride = 0;
+    int64_t own_misalign = 0;
+    /// A workspace twice the size the query asked for plus 256 bytes, workspace_bytes saying so.
+    bool larger_workspace = false;
+    /// The entry point called twice in order on the stream, on the same tensors and workspace:
+    /// first on the first half of the rows, then on all of them (the second call is judged).
+    bool call_twice = false;
+    /// workspace = nullptr when the query asks for 0 bytes (the contract allows it).
+    bool null_workspace_if_none = false;
 };
 
 /// The most workspace a case will allocate for a submission: past this the query is named as the fault.
@@ -113,26 +139,30 @@ GpuCall backward_call(const BackCase& c, DType t, uint64_t seed, const Entry& e)
     call.launches_when_empty = true;  // dweight = 0 is written even for rows = 0
     call.identical_reruns = c.identical_reruns;
     const int64_t stride = c.stride ? c.stride : c.cols;
-    const Layout act = Layout::rows_of(c.rows, c.cols, stride);
+    auto stride_of = [&](int i) { return c.own_layout == i && c.own_stride ? c.own_stride : stride; };
+    auto misalign_of = [&](int i) { return c.own_layout == i ? c.own_misalign : c.misalign; };
+    const Strides strides{stride_of(kDy), stride_of(kX), stride_of(kDx)};
     const Layout vec = Layout::rows_of(1, c.cols, c.cols);
 
-    TensorRole dy{"dy", act, c.misalign, true, p.dy};
-    TensorRole x{"x", act, c.misalign, true, p.x};
-    TensorRole w{"weight", vec, c.weight_misalign ? c.weight_misalign : c.misalign, true, p.weight};
-    TensorRole rstd{"rstd", Layout::rows_of(c.rows, 1, 1), c.misalign, true};
+    TensorRole dy{"dy", Layout::rows_of(c.rows, c.cols, strides.dy), misalign_of(kDy), true, p.dy};
+    TensorRole x{"x", Layout::rows_of(c.rows, c.cols, strides.x), misalign_of(kX), true, p.x};
+    TensorRole w{"weight", vec, misalign_of(kWeight), true, p.weight};
+    TensorRole rstd{"rstd", Layout::rows_of(c.rows, 1, 1), misalign_of(kRstd), true};
     rstd.dtype = DType::f32;
     rstd.fill = [p, t](const DeviceTensor& d, cudaStream_t s) { fill_saved_rstd(d, p, t, s); };
     rstd.check_input = [p, t](const DeviceTensor& d, cudaStream_t s) { return check_saved_rstd_unchanged(d, p, t, s); };
-    TensorRole dx{"dx", act, c.misalign, false};
+    TensorRole dx{"dx", Layout::rows_of(c.rows, c.cols, strides.dx), misalign_of(kDx), false};
     dx.compare = [p, t](const DeviceTensor& d, cudaStream_t s) { return compare_dx(p, t, d, s); };
-    TensorRole dw{"dweight", vec, c.misalign, false};
+    TensorRole dw{"dweight", vec, misalign_of(kDweight), false};
     dw.dtype = DType::f32;
     dw.compare = [p, t](const DeviceTensor& d, cudaStream_t s) { return compare_dweight(p, t, d, s); };
 
-    // The workspace, exactly as large as the submission asked for (its guard zone follows it).
-    const size_t asked = e.workspace ? e.workspace(c.rows, c.cols) : 0;
+    // The workspace, as large as the submission asked for (for both calls of a call_twice case;
+    // larger_workspace: twice that and 256 bytes more), 256-byte aligned; its guard zone follows it.
+    size_t asked = e.workspace ? e.workspace(c.rows, c.cols) : 0;
+    if (c.call_twice && e.workspace) asked = std::max(asked, e.workspace(c.rows / 2, c.cols));
     const bool too_much = asked > workspace_limit(c.rows, c.cols);
-    const size_t bytes = too_much ? 0 : asked;
+    const size_t bytes = too_much ? 0 : c.larger_workspace ? 2 * asked + 256 : asked;
     const int64_t words = static_cast<int64_t>((bytes + 3) / 4);
     TensorRole ws{"workspace", Layout::rows_of(words > 0 ? 1 : 0, words > 0 ? words : 1, words > 0 ? words : 1), 0,
                   false};
@@ -148,15 +178,87 @@ GpuCall backward_call(const BackCase& c, DType t, uint64_t seed, const Entry& e)
     }
     const BackwardCall fn = e.call;
     const int64_t rows = c.rows, cols = c.cols;
-    call.launch = [fn, bytes, rows, cols, stride](const std::vector<void*>& d, cudaStream_t s) {
-        return fn(d, bytes, rows, cols, stride, s);
+    const bool twice = c.call_twice, null_ws = c.null_workspace_if_none && bytes == 0;
+    call.launch = [fn, bytes, rows, cols, strides, twice, null_ws](const std::vector<void*>& given, cudaStream_t s) {
+        std::vector<void*> d = given;
+        if (null_ws) d[kWorkspace] = nullptr;
+        if (twice) {
+            const cudaError_t first = fn(d, bytes, rows / 2, cols, strides, s);
+            if (first != cudaSuccess) return first;
+        }
+        return fn(d, bytes, rows, cols, strides, s);
     };
     return call;
 }
 
+/// The layout table: every tensor argument, and which layouts the contract allows it that its
+/// neighbours need not share. Each row gives its cases (layout_cases): a base aligned only to
+/// its element size (`any_alignment`; the workspace is 256-byte aligned by contract, and may be
+/// larger than asked for instead), and for a tensor with a row stride of its own (`strided`) a
+/// stride that is not a multiple of any vector width and padded rows. A single row with a
+/// stride below cols is not among them: here every stride is >= cols.
+struct TensorLayouts {
+    int index;
+    const char* name;
+    bool strided;
+    bool any_alignment;
+};
+
+const TensorLayouts kLayoutTable[] = {
+    {kDy, "dy", true, true},          {kX, "x", true, true},       {kWeight, "weight", false, true},
+    {kRstd, "rstd", false, true},     {kDx, "dx", true, true},     {kDweight, "dweight", false, true},
+    {kWorkspace, "workspace", false, false},
+};
+
+/// The layout cases' shape: more rows than a decode batch (every other row misaligned by an odd
+/// stride), rows of a length every vector width divides.
+constexpr int64_t kLayoutRows = 260, kLayoutCols = 1024;
+
+std::vector<BackCase> layout_cases() {
+    const std::string cols = std::to_string(kLayoutCols), odd = std::to_string(kLayoutCols + 1),
+                      padded = std::to_string(kLayoutCols + 64);
+    std::vector<BackCase> v;
+    for (const TensorLayouts& t : kLayoutTable) {
+        const std::string n = t.name;
+        if (t.any_alignment) {
+            BackCase c{n + "_base_misaligned",
+                       n + " alone one element past a 256-byte boundary (aligned to its element size only), every "
+                           "other tensor aligned: its pointer alone must limit the vector width",
+                       kLayoutRows, kLayoutCols};
+            c.own_layout = t.index;
+            c.own_misalign = 1;
+            v.push_back(c);
+        } else {
+            BackCase c{n + "_larger_than_asked",
+                       "a workspace twice the size rmsnorm_backward_workspace_bytes asked for, plus 256 bytes, and "
+                       "workspace_bytes saying so: the contract asks for at least the size, so it must be accepted",
+                       kLayoutRows, kLayoutCols};
+            c.larger_workspace = true;
+            v.push_back(c);
+        }
+        if (t.strided) {
+            BackCase o{n + "_stride_not_multiple_of_width",
+                       n + "'s row stride " + odd + " for rows of " + cols + " (every other row one element off), "
+                           "every other stride " + cols + ": its stride alone must limit the vector width",
+                       kLayoutRows, kLayoutCols};
+            o.own_layout = t.index;
+            o.own_stride = kLayoutCols + 1;
+            v.push_back(o);
+            BackCase pad{n + "_padded_rows",
+                         n + "'s rows " + padded + " apart for " + cols + " columns, every other tensor dense: its own "
+                             "stride addresses it" + (t.index == kDx ? ", and its padding stays untouched" : ""),
+                         kLayoutRows, kLayoutCols};
+            pad.own_layout = t.index;
+            pad.own_stride = kLayoutCols + 64;
+            v.push_back(pad);
+        }
+    }
+    return v;
+}
+
 std::vector<BackCase> backward_cases() {
     const Values normal = Values::normal;
-    return {
+    std::vector<BackCase> v = {
         {"rows_zero", "rows = 0: dweight is all zeros (the sum of no rows) and nothing else is written", 0, 4096},
         {"one_row", "a single row: dweight is that row's dy * xhat", 1, 8192},
         {"many_rows_gt_65535", "70001 rows of 136", 70001, 136},
@@ -175,9 +277,8 @@ std::vector<BackCase> backward_cases() {
         {"long_rows_32768", "32768 columns", 64, 32768},
         {"cols_max_65536", "65536 columns, the longest row", 64, 65536},
         {"cols_max_65536_many_rows", "1000 rows of 65536: every row group walks many long rows", 1000, 65536},
-        {"misaligned_base", "every pointer one element past an aligned address", 300, 4096, 0, normal, 1e-5f, 1},
-        {"misaligned_weight_only", "the weight alone one element off; everything else aligned", 300, 4096, 0, normal,
-         1e-5f, 0, 1},
+        {"misaligned_base", "every pointer but the workspace's one element past an aligned address", 300, 4096, 0,
+         normal, 1e-5f, 1},
         {"all_zero_rows", "every other row of dy and x is zero: dx is 0 there, not NaN", 1000, 1024, 0,
          Values::zero_rows},
         {"zero_x_rows", "every other row of x is zero (rstd = 1/sqrt(eps)): there dx = rstd * dy * w", 1000, 1024, 0,
@@ -187,16 +288,30 @@ std::vector<BackCase> backward_cases() {
         {"saved_rstd_large_eps", "x below 0.01, rstd saved with eps = 1e-2: the saved rstd is used as given", 200,
          2048, 0, Values::small_x, 1e-2f},
         {"fp16_huge_dy", "dy near 65504: sum(dy * w * xhat) overflows an fp16 accumulator", 256, 4096, 0,
-         Values::huge_dy, 1e-5f, 0, 0, true},
+         Values::huge_dy, 1e-5f, 0, true},
         {"column_sum_many_rows", "262147 rows of 64: each dweight is a sum of 262147 terms", 262147, 64},
         {"column_sum_1m_rows", "1048579 rows of 32: a column sum over a million rows", 1048579, 32},
         {"column_sum_many_groups", "20000 rows of 8192: many row groups, many partial sums per column", 20000, 8192},
         {"dweight_deterministic", "three calls on the same inputs: dx and dweight are the same bits every time",
-         16384, 1024, 0, normal, 1e-5f, 0, 0, false, 1, 2},
-        {"dweight_deterministic_long_rows", "the same with rows of 32768", 512, 32768, 0, normal, 1e-5f, 0, 0, false,
-         1, 2},
-        {"past_2pow31_elements", "rows x cols past 2^31 elements", 32769, 65536, 0, normal, 1e-5f, 0, 0, true, 1},
+         16384, 1024, 0, normal, 1e-5f, 0, false, 1, 2},
+        {"dweight_deterministic_long_rows", "the same with rows of 32768", 512, 32768, 0, normal, 1e-5f, 0, false, 1,
+         2},
+        {"past_2pow31_elements", "rows x cols past 2^31 elements", 32769, 65536, 0, normal, 1e-5f, 0, true, 1},
     };
+    BackCase shared{"workspace_shared_by_calls_in_order",
+                    "two calls in order on the stream with one workspace and the same dx and dweight, the first on "
+                    "the first 260 rows, the second on all 520: the second's outputs are judged (dweight is "
+                    "overwritten, not added to, and nothing of the first call is trusted)",
+                    520, 1024};
+    shared.call_twice = true;
+    v.push_back(shared);
+    BackCase null_ws{"workspace_null_when_none_asked",
+                     "rows = 0, where the query asks for no workspace: workspace = nullptr and workspace_bytes = 0 "
+                     "are valid, and dweight is still zeroed", 0, 4096};
+    null_ws.null_workspace_if_none = true;
+    v.push_back(null_ws);
+    for (const BackCase& c : layout_cases()) v.push_back(c);
+    return v;
 }
 
 /// Calls with a workspace one byte short; `enqueued` says what the call left behind ("" if nothing).
@@ -209,7 +324,7 @@ cudaError_t call_one_byte_short(const Entry& e, const std::vector<void*>& d, siz
     if (remote_grading()) {
         for (const DeviceTensor* t : {&dx, &dw})
             WB_CUDA_CHECK(cudaMemsetAsync(t->base(), kMarkerByte, t->total_bytes(), stream));
-        const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
+        const cudaError_t got = e.call(d, asked - 1, rows, cols, Strides{cols, cols, cols}, stream);
         cudaGetLastError();
         WB_CUDA_CHECK(cudaDeviceSynchronize());
         size_t written = 0;
@@ -223,7 +338,7 @@ cudaError_t call_one_byte_short(const Entry& e, const std::vector<void*>& d, siz
     }
     WB_CUDA_CHECK(cudaStreamSynchronize(stream));
     WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const cudaError_t got = e.call(d, asked - 1, rows, cols, cols, stream);
+    const cudaError_t got = e.call(d, asked - 1, rows, cols, Strides{cols, cols, cols}, stream);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
     size_t nodes = 0;
@@ -268,6 +383,63 @@ Case workspace_too_small_case(const Entry& e) {
                                          enqueued + "; it must enqueue nothing",
                                      FailureCause::launch);
         return CaseOutcome::pass();
+    };
+    return c;
+}
+
+/// The workspace query is host code: called twice inside a stream capture in global mode, it
+/// launches nothing (the launches are recorded), allocates nothing and does not synchronise
+/// (either ends the capture with an error), leaves no node in the graph, and gives the same answer
+/// both times. Graded from outside (remote grading) the query runs in another process, which
+/// neither the capture nor the recording here can see: only the answers are compared then.
+Case workspace_query_case(const Entry& e, DType t) {
+    Case c;
+    c.name = std::string("workspace_query_host_only_") + dtype_name(t);
+    c.what = "rmsnorm_backward_workspace_bytes(300, 4096) called twice inside a stream capture: no launch, no "
+             "allocation, no synchronisation, the same answer both times";
+    c.repeats = 1;
+    c.run = [e](uint64_t, int) {
+        const int64_t rows = 300, cols = 4096;
+        if (!e.workspace) return CaseOutcome::fail("the submission exports no rmsnorm_backward_workspace_bytes",
+                                                   FailureCause::launch);
+        size_t first = 0, second = 0, launched = 0, nodes = 0;
+        std::string broke;
+        if (remote_grading()) {
+            first = e.workspace(rows, cols);
+            second = e.workspace(rows, cols);
+        } else {
+            cudaStream_t stream = grader_stream();
+            WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+            cudaGraph_t graph = nullptr;
+            cudaError_t ended;
+            {
+                LaunchRecording recording;
+                WB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+                first = e.workspace(rows, cols);
+                second = e.workspace(rows, cols);
+                ended = cudaStreamEndCapture(stream, &graph);
+                recording.stop();
+                launched = recording.launches().size();
+            }
+            if (ended == cudaSuccess && graph) cudaGraphGetNodes(graph, nullptr, &nodes);
+            if (graph) cudaGraphDestroy(graph);
+            if (ended != cudaSuccess)
+                broke = std::string("the stream capture around it failed (") + cudaGetErrorName(ended) +
+                        "): the query synchronised, allocated or enqueued work outside the capture";
+            cudaGetLastError();
+        }
+        std::string problem;
+        auto add = [&](const std::string& p) { problem += (problem.empty() ? "" : "; ") + p; };
+        if (!broke.empty()) add(broke);
+        if (launched) add("it launched " + std::to_string(launched) + " kernel(s)");
+        if (nodes) add("it enqueued " + std::to_string(nodes) + " operation(s) on the stream");
+        if (first != second)
+            add("it answered " + std::to_string(first) + " bytes, then " + std::to_string(second) +
+                " for the same rows and cols: the answer may depend only on T, rows, cols and the device");
+        if (problem.empty()) return CaseOutcome::pass();
+        return CaseOutcome::fail("rmsnorm_backward_workspace_bytes(300, 4096) must be host code that launches, "
+                                 "allocates and synchronises nothing: " + problem,
+                                 FailureCause::launch);
     };
     return c;
 }
@@ -327,6 +499,8 @@ BackCase on_cpu(const BackCase& c, std::string& what) {
 static LessonPlan backward_plan(const Submission& student, const Submission& reference, const PlanOptions& opt) {
     LessonPlan plan;
     plan.cases.push_back(workspace_too_small_case(entry_of(student, DType::f16)));
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+        plan.cases.push_back(workspace_query_case(entry_of(student, t), t));
     for (const BackCase& whole : backward_cases()) {
         std::string what = whole.what;
         const BackCase c = opt.cpu_emulator ? on_cpu(whole, what) : whole;

@@ -90,7 +90,7 @@ bool near(double got, double candidate, double rel) {
 /// Why a scale may be wrong, when the value shows it; "" otherwise.
 std::string scale_cause(double got, const Fp8RowOracle& o, double rel, bool clipped) {
     if (got != got) return " (NaN: a row without a NaN has a finite scale; an all-zero row's is 0)";
-    if (o.amax == 0) return " (the row is all zero: its scale is exactly 0)";
+    if (o.amax == 0) return " (the row's y is all zero: its scale is exactly 0)";
     const double pre = o.pre_weight_amax / kE4m3Max;
     if (near(got, pre, rel))
         return " (that is max|x·rstd|/448, the amax taken before the weight multiplied in: the scale must "
@@ -152,8 +152,9 @@ std::string check_fp8_outputs(const Fp8Problem& f, const DeviceTensor& q, const 
         const double au = std::fabs(u);
         if (got != got && o.amax == 0) {
             std::snprintf(buf, sizeof buf,
-                          "q[row %lld, col %lld] is NaN (0x%02x) in an all-zero row: the contract gives such a row "
-                          "scale 0 and q 0, but y / scale is 0/0 there, so the division must be guarded",
+                          "q[row %lld, col %lld] is NaN (0x%02x) in a row whose y is all zero (amax 0: x is zero, or "
+                          "the weight is zero wherever x is not): the contract gives such a row scale 0 and q 0, but "
+                          "y / scale is 0/0 there, so the division must be guarded, by a test on the amax",
                           (long long)r, (long long)c, bits);
         } else if (got != got && au >= kE4m3Max) {
             std::snprintf(buf, sizeof buf,

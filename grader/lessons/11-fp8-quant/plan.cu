@@ -5,8 +5,13 @@
 /// the e4m3 bytes, and scale, one fp32 value per row. The cases are DESIGN §4's edge cases plus
 /// the lesson's own: all-zero rows, rows whose values are e4m3 numbers (their amax exactly 448)
 /// or midpoints between two of them, outliers that push the rest into e4m3's subnormals, huge
-/// fp16 values, a clip that saturates, the longest rows. The error cases call the entry point
-/// with one invalid argument each and expect cudaErrorInvalidValue and no launch.
+/// fp16 values, a clip that saturates (on the vector path and on the one-element path), a weight
+/// of zeros (amax 0 though Σx² is not), the longest rows. The error cases call the entry point
+/// with one invalid argument each and expect cudaErrorInvalidValue and no launch; the valid calls
+/// beside them (eps = 0, a single row with a stride below cols, rows = 0 with null pointers) are
+/// cases of their own (error_cases.h has both tables). The cases that lay out one tensor unlike
+/// the others are generated from a table of the tensor arguments (kLayoutTable).
+/// contract_rules.json names the cases that check each rule of rmsnorm_fp8.h.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -49,6 +54,7 @@ enum class Values {
     e4m3_numbers,  ///< e4m3 numbers, each row's amax exactly ±448, weight ±1: q must equal x exactly
     e4m3_ties,     ///< midpoints between e4m3 neighbours, amax ±448, weight ±1: every q is a tie
     outliers,      ///< one element of 3000 per row: the rest quantise into e4m3's subnormals
+    zero_weight,   ///< the weight all zeros: y and its amax are 0 while Σx² is not
 };
 
 struct Fp8Case {
@@ -62,6 +68,10 @@ struct Fp8Case {
     float eps = 1e-5f;
     bool f16_only = false;
     int repeats = 2;
+    int64_t scale_mis = 0;                        ///< scale's first element this many floats past an aligned address
+    /// The strides passed to the call when not the layout's (-1): a single row may have a stride
+    /// below cols, which its layout cannot describe (the row is laid out dense).
+    int64_t x_stride_arg = -1, q_stride_arg = -1;
 };
 
 GpuCall fp8_call(const Fp8Case& c, DType dtype, uint64_t seed, const Fp8Fn& fn) {
@@ -78,12 +88,15 @@ GpuCall fp8_call(const Fp8Case& c, DType dtype, uint64_t seed, const Fp8Fn& fn) 
         p.weight.lo = p.weight.hi = 1.0f;  // ±1: x · w stays on the grid
     } else if (c.values == Values::outliers) {
         p.x.outlier = 3000.0f;
+    } else if (c.values == Values::zero_weight) {
+        p.weight.lo = p.weight.hi = 0.0f;
     }
     const int64_t xs = c.cols + c.x_pad, qs = c.cols + c.q_pad;
+    const int64_t x_arg = c.x_stride_arg >= 0 ? c.x_stride_arg : xs, q_arg = c.q_stride_arg >= 0 ? c.q_stride_arg : qs;
     TensorRole q{"q", Layout::rows_of(c.rows, c.cols, qs), c.q_mis, false};
     q.kind = OutputKind::external;
     q.dtype = DType::e4m3;
-    TensorRole scale{"scale", Layout::rows_of(c.rows, 1, 1), 0, false};
+    TensorRole scale{"scale", Layout::rows_of(c.rows, 1, 1), c.scale_mis, false};
     scale.kind = OutputKind::external;
     scale.dtype = DType::f32;
     call.tensors = {
@@ -94,8 +107,8 @@ GpuCall fp8_call(const Fp8Case& c, DType dtype, uint64_t seed, const Fp8Fn& fn) 
     };
     const int64_t rows = c.rows, cols = c.cols;
     const float eps = c.eps, clip = c.clip;
-    call.launch = [fn, xs, qs, rows, cols, eps, clip](const std::vector<void*>& d, cudaStream_t s) {
-        return fn(d[0], xs, d[1], d[2], qs, static_cast<float*>(d[3]), rows, cols, eps, clip, s);
+    call.launch = [fn, x_arg, q_arg, rows, cols, eps, clip](const std::vector<void*>& d, cudaStream_t s) {
+        return fn(d[0], x_arg, d[1], d[2], q_arg, static_cast<float*>(d[3]), rows, cols, eps, clip, s);
     };
     Fp8Problem judged{p, static_cast<double>(clip), dtype};
     call.check = [judged](const std::vector<const DeviceTensor*>& t, cudaStream_t s) {
@@ -129,10 +142,6 @@ std::vector<Fp8Case> fp8_cases() {
         {"cols_max_65536", "65536 columns, the longest row", 64, 65536},
         {"misaligned_base", "x, weight and q each one element past an aligned address", 300, 4096, normal, plain,
          kNoClip, 0, 0, 1, 1, 1},
-        {"misaligned_weight_only", "the weight alone one element off: each pointer limits the width", 300, 4096,
-         normal, plain, kNoClip, 0, 0, 0, 1, 0},
-        {"misaligned_q_only", "q alone one byte off: the e4m3 stores limit the width too", 300, 4096, normal, plain,
-         kNoClip, 0, 0, 0, 0, 1},
         {"all_zero_rows", "every other row is zero: scale 0 and q 0, not NaN (no 0/0)", 1000, 1024, InputKind::zero_rows},
         {"all_zero_rows_long", "every other row of 32768 zeros", 32, 32768, InputKind::zero_rows},
         {"nan_row_isolated", "a NaN in row 37 dequantises to NaN there and leaves the other rows intact", 100, 2048,
@@ -149,6 +158,12 @@ std::vector<Fp8Case> fp8_cases() {
          normal, Values::outliers},
         {"clip_saturates", "clip 2: the scale is 2/448 and every |y| past 2 saturates to ±448", 1000, 4096, normal,
          plain, 2.0f},
+        {"clip_saturates_width_1_odd_cols", "clip 2 on rows of 1023: no vector width divides them, and on the "
+         "one-element path too every |y| past 2 saturates to ±448", 260, 1023, normal, plain, 2.0f},
+        {"clip_saturates_width_1_misaligned_x", "clip 2 with x one element off (vector width 1): every |y| past 2 "
+         "saturates to ±448 on the one-element path", 260, 1024, normal, plain, 2.0f, 0, 0, 1},
+        {"zero_weight_amax_zero", "x nonzero, the weight all zeros: y and its amax are 0 while the sum of squares is "
+         "not, so scale 0 and q 0; the 0/0 guard must test the amax", 260, 1024, normal, Values::zero_weight},
         {"clip_above_amax", "clip 1e6, above every amax: no effect", 300, 4096, normal, plain, 1e6f},
         {"clip_long_rows", "clip 1.5 on rows of 65536", 48, 65536, normal, plain, 1.5f},
         {"fp16_huge_values", "fp16 values near 65504: squares overflow an fp16 accumulator, x·w an fp16 product", 256,
@@ -158,14 +173,81 @@ std::vector<Fp8Case> fp8_cases() {
     };
 }
 
-/// Calls the entry point with the invalid arguments on buffers large enough for any kernel it
-/// might wrongly launch, and expects cudaErrorInvalidValue with nothing launched.
-Case make_error_case(const fp8::ErrorCase& e, const Fp8Fn& fn) {
+/// The tensors of a call, in the order the entry point takes them.
+enum TensorIndex : int { kX, kWeight, kQ, kScale };
+
+/// The layout table: every tensor argument, and the layouts the contract allows it that the
+/// others need not share. Each row gives its cases (layout_cases): a base aligned only to its
+/// element size (q's is one byte), and for a tensor with a row stride (`strided`) a stride that
+/// is not a multiple of any vector width and padded rows. Its single row with a stride below
+/// cols, a boundary of the stride's validation, is in valid_boundary_calls (error_cases.h).
+struct TensorLayouts {
+    int index;
+    const char* name;
+    bool strided;
+};
+
+const TensorLayouts kLayoutTable[] = {
+    {kX, "x", true}, {kWeight, "weight", false}, {kQ, "q", true}, {kScale, "scale", false}};
+
+/// The layout cases' shape: more rows than a decode batch (every other row misaligned by an odd
+/// stride), rows of a length every vector width divides.
+constexpr int64_t kLayoutRows = 260, kLayoutCols = 1024;
+
+std::vector<Fp8Case> layout_cases() {
+    const std::string cols = std::to_string(kLayoutCols), odd = std::to_string(kLayoutCols + 1),
+                      padded = std::to_string(kLayoutCols + 64);
+    std::vector<Fp8Case> v;
+    for (const TensorLayouts& t : kLayoutTable) {
+        const std::string n = t.name;
+        Fp8Case mis{n + "_base_misaligned",
+                    n + " alone one element past a 256-byte boundary (aligned to its element size only" +
+                        (t.index == kQ ? ", one byte" : "") +
+                        "), every other tensor aligned: its pointer alone must limit the vector width",
+                    kLayoutRows, kLayoutCols};
+        int64_t* own[] = {&mis.x_mis, &mis.w_mis, &mis.q_mis, &mis.scale_mis};
+        *own[t.index] = 1;
+        v.push_back(mis);
+        if (!t.strided) continue;
+        Fp8Case o{n + "_stride_not_multiple_of_width",
+                  n + "'s row stride " + odd + " for rows of " + cols + " (every other row one element off), the "
+                      "other stride " + cols + ": its stride alone must limit the vector width",
+                  kLayoutRows, kLayoutCols};
+        (t.index == kX ? o.x_pad : o.q_pad) = 1;
+        v.push_back(o);
+        Fp8Case pad{n + "_padded_rows",
+                    n + "'s rows " + padded + " apart for " + cols + " columns, the other tensor dense: its own stride "
+                        "addresses it" + (t.index == kQ ? ", and its padding stays untouched" : ""),
+                    kLayoutRows, kLayoutCols};
+        (t.index == kX ? pad.x_pad : pad.q_pad) = 64;
+        v.push_back(pad);
+    }
+    return v;
+}
+
+/// A valid call of valid_boundary_calls with rows > 0 as a case whose outputs are checked. A
+/// stride below cols (one row) is passed to the call; the row itself is laid out dense.
+Fp8Case boundary_case(const fp8::ErrorCase& e) {
+    Fp8Case c{e.name, e.what, e.rows, e.cols};
+    c.eps = e.eps;
+    c.clip = e.clip;
+    if (e.x_stride >= e.cols) c.x_pad = e.x_stride - e.cols;
+    else c.x_stride_arg = e.x_stride;
+    if (e.q_stride >= e.cols) c.q_pad = e.q_stride - e.cols;
+    else c.q_stride_arg = e.q_stride;
+    return c;
+}
+
+/// Calls the entry point with the table's arguments on buffers large enough for any kernel it
+/// might wrongly launch, and expects `expected` with nothing launched: cudaErrorInvalidValue for
+/// an invalid call, cudaSuccess for a valid one with no rows.
+Case make_error_case(const fp8::ErrorCase& e, const Fp8Fn& fn, cudaError_t expected = cudaErrorInvalidValue) {
     Case c;
     c.name = e.name;
-    c.what = "an invalid call (" + e.what + ") returns cudaErrorInvalidValue and launches nothing";
+    const std::string kind = expected == cudaErrorInvalidValue ? "an invalid call (" : "a valid call (";
+    c.what = kind + e.what + ") returns " + cudaGetErrorName(expected) + " and launches nothing";
     c.repeats = 1;
-    c.run = [e, fn](uint64_t, int) {
+    c.run = [e, fn, expected, kind](uint64_t, int) {
         const size_t bytes = size_t(8) << 20;
         void *x = nullptr, *w = nullptr, *q = nullptr, *s = nullptr;
         WB_CUDA_CHECK(cudaMalloc(&x, bytes));
@@ -187,11 +269,11 @@ Case make_error_case(const fp8::ErrorCase& e, const Fp8Fn& fn) {
         cudaGetLastError();
         for (void* p : {x, w, q, s}) cudaFree(p);
         std::string problem;
-        if (got != cudaErrorInvalidValue)
-            problem = "an invalid call (" + e.what + ") returned " + cudaGetErrorName(got) +
-                      "; the contract asks for cudaErrorInvalidValue";
+        if (got != expected)
+            problem = kind + e.what + ") returned " + cudaGetErrorName(got) + "; the contract asks for " +
+                      cudaGetErrorName(expected);
         if (launched > 0)
-            problem += std::string(problem.empty() ? "" : "; ") + "an invalid call (" + e.what + ") launched " +
+            problem += std::string(problem.empty() ? "" : "; ") + kind + e.what + ") launched " +
                        std::to_string(launched) + " kernel(s); it must launch nothing";
         if (!waited.empty()) problem += std::string(problem.empty() ? "" : "; ") + "the stream then failed: " + waited;
         return problem.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problem, FailureCause::launch);
@@ -229,7 +311,13 @@ static LessonPlan fp8_quant_plan(const Submission& student, const Submission& re
     LessonPlan plan;
     for (const fp8::ErrorCase& e : fp8::error_cases())
         plan.cases.push_back(make_error_case(e, fp8_fn(student, DType::bf16)));
-    for (const Fp8Case& c : fp8_cases()) {
+    std::vector<Fp8Case> cases = fp8_cases();
+    for (const fp8::ErrorCase& e : fp8::valid_boundary_calls()) {
+        if (e.rows == 0) plan.cases.push_back(make_error_case(e, fp8_fn(student, DType::bf16), cudaSuccess));
+        else cases.push_back(boundary_case(e));
+    }
+    for (const Fp8Case& c : layout_cases()) cases.push_back(c);
+    for (const Fp8Case& c : cases) {
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
             if (c.f16_only && t != DType::f16) continue;
             const Fp8Fn fn = fp8_fn(student, t);
