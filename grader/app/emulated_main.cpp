@@ -33,15 +33,19 @@ const char* kLabel = "correctness on the CPU emulator; the bandwidth gate needs 
 
 struct Args {
     int lesson = 0;
-    std::string student, source_name, json, filter;
+    std::string student, reference, source_name, json, filter;
     uint64_t seed = 0;
     bool seed_given = false, untouched_stub = false;
+    bool list_cases = false;  ///< --list-cases: print the plan's case names and run nothing
     double watchdog = 20;
 };
 
 const char* kUsageText =
     "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
     "                     [--cases TEXT[,TEXT...]] [--watchdog SECONDS] [--untouched-stub]\n"
+    "       wb-grader-emu --list-cases --lesson N --student LIB.so [--reference LIB.so]\n"
+    "                     (prints the name of every case of the lesson's plan as the GPU grader builds it,\n"
+    "                     one a line; runs nothing)\n"
     "Normally run through ./grade, which compiles the submission for the emulator first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -52,6 +56,8 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         const char* v = nullptr;
         if (arg == "--lesson") { if (!(v = value("a lesson number"))) return false; a.lesson = std::atoi(v); }
         else if (arg == "--student") { if (!(v = value("a path"))) return false; a.student = v; }
+        else if (arg == "--reference") { if (!(v = value("a path"))) return false; a.reference = v; }
+        else if (arg == "--list-cases") a.list_cases = true;
         else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
         else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
@@ -60,6 +66,18 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--seed") { if (!options.seed(a.seed, error)) return false; a.seed_given = true; }
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
         else { error = "unknown option " + arg; return false; }
+    }
+    if (a.list_cases) {
+        if (!find_lesson(a.lesson) || !has_plan(a.lesson)) {
+            error = "--lesson must name a lesson with a case plan in this build";
+            return false;
+        }
+        if (a.student.empty()) { error = "--student is required"; return false; }
+        return true;
+    }
+    if (!a.reference.empty()) {
+        error = "--reference is used by --list-cases only (the emulator never runs the reference)";
+        return false;
     }
     const LessonInfo* info = find_lesson(a.lesson);
     if (!info || !info->needs_gpu) {
@@ -99,6 +117,25 @@ std::vector<CaseResult> set_aside_large_cases(LessonPlan& plan, const std::strin
     }
     plan.cases = std::move(kept);
     return not_run;
+}
+
+/// --list-cases: the name of every case of the lesson's plan, one a line, built with the default
+/// options: the GPU grader's full list, the cases too large for a CPU and the full-size benchmark
+/// shapes included. Runs nothing.
+int list_cases(const Args& args) {
+    const LessonInfo* info = find_lesson(args.lesson);
+    try {
+        Submission student(args.student, args.lesson);
+        std::unique_ptr<Submission> reference;
+        if (!args.reference.empty()) reference = std::make_unique<Submission>(args.reference, args.lesson);
+        const Submission* against = reference ? reference.get() : info->needs_gpu ? &student : nullptr;
+        const LessonPlan plan = make_plan(args.lesson, student, against, PlanOptions{});
+        for (const Case& c : plan.cases) std::printf("%s\n", c.name.c_str());
+        return kPass;
+    } catch (const std::exception& e) {
+        std::cerr << "wb-grader-emu: " << e.what() << "\n";
+        return kFailBuild;
+    }
 }
 
 int grade(const Args& args) {
@@ -208,7 +245,7 @@ int main(int argc, char** argv) {
         std::cerr << "wb-grader-emu: " << error << "\n" << kUsageText;
         return kUsage;
     }
-    const int code = grade(args);
+    const int code = args.list_cases ? list_cases(args) : grade(args);
     std::fflush(stdout);
     std::_Exit(code);
 }

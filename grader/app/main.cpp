@@ -40,6 +40,7 @@ struct Args {
     std::string profile_side, profile_shape, profile_info;  ///< --profile-side student|reference: profile mode
     uint64_t seed = 0;
     bool seed_given = false, bench = true, full_bench = false, small = false, untouched_stub = false;
+    bool list_cases = false;  ///< --list-cases: print the plan's case names and run nothing
     int samples = 15;
     double watchdog = 30;
     int serve_fd = -1;   ///< --serve: this process hosts the submission for a remote grading
@@ -55,6 +56,8 @@ const char* kUsageText =
     "       wb-grader --lesson N --remote-student FD [--reference LIB.so] [options above]\n"
     "                 (the submission runs in the process at channel FD, started with --serve)\n"
     "       wb-grader --serve FD --lesson N --student LIB.so   (hosts a submission for a remote grading)\n"
+    "       wb-grader --list-cases --lesson N --student LIB.so [--reference LIB.so]\n"
+    "                 (prints the name of every case of the lesson, one a line; runs nothing, needs no GPU)\n"
     "Normally run through ./grade, which builds the libraries first.\n";
 
 bool parse(int argc, char** argv, Args& a, std::string& error) {
@@ -78,6 +81,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--full-bench") a.full_bench = true;
         else if (arg == "--small") a.small = true;
         else if (arg == "--untouched-stub") a.untouched_stub = true;
+        else if (arg == "--list-cases") a.list_cases = true;
         else if (arg == "--profile-side") { if (!(v = value("student or reference"))) return false; a.profile_side = v; }
         else if (arg == "--profile-shape") { if (!(v = value("a shape"))) return false; a.profile_shape = v; }
         else if (arg == "--profile-info") { if (!(v = value("a file"))) return false; a.profile_info = v; }
@@ -85,6 +89,14 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else { error = "unknown option " + arg; return false; }
     }
     if (a.lesson == 0) { error = "--lesson is required"; return false; }
+    if (a.list_cases) {
+        if (a.remote_fd >= 0 || a.serve_fd >= 0 || !a.profile_side.empty()) {
+            error = "--list-cases takes --lesson, --student and --reference only";
+            return false;
+        }
+        if (a.student.empty()) { error = "--student is required"; return false; }
+        return true;
+    }
     if (!a.profile_side.empty() && a.profile_side != "student" && a.profile_side != "reference") {
         error = "--profile-side takes student or reference, not '" + a.profile_side + "'";
         return false;
@@ -196,6 +208,32 @@ int profile(const Args& args, const LessonInfo& info) {
     } catch (const std::exception& e) {
         out["error"] = std::string("the profiled launch did not run: ") + e.what();
         return write(kFailCorrectness);
+    }
+}
+
+/// --list-cases: the name of every case of the lesson's plan (the GPU's full list, built with the
+/// default options), one a line. Loads the libraries to build the plan but runs no case and sets
+/// up no device: called before anything here touches CUDA, so it needs no GPU. (A plan that asks
+/// the submission something while it is built, lesson 10's workspace size, may call the runtime;
+/// without a GPU that call fails and the names come out the same.)
+int list_cases(const Args& args) {
+    const LessonInfo* info = find_lesson(args.lesson);
+    if (!info || !has_plan(args.lesson)) {
+        std::cerr << "wb-grader: lesson " << args.lesson << " has no case plan in this build\n";
+        return kUsage;
+    }
+    try {
+        Submission student(args.student, args.lesson);
+        std::unique_ptr<Submission> reference;
+        if (!args.reference.empty()) reference = std::make_unique<Submission>(args.reference, args.lesson);
+        // A GPU lesson's plan names the reference for its timing; without one the student stands in.
+        const Submission* against = reference ? reference.get() : info->needs_gpu ? &student : nullptr;
+        const LessonPlan plan = make_plan(args.lesson, student, against, PlanOptions{});
+        for (const Case& c : plan.cases) std::printf("%s\n", c.name.c_str());
+        return kPass;
+    } catch (const std::exception& e) {
+        std::cerr << "wb-grader: " << e.what() << "\n";
+        return kFailBuild;
     }
 }
 
@@ -345,6 +383,12 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, args, error)) {
         std::cerr << "wb-grader: " << error << "\n" << kUsageText;
         return kUsage;
+    }
+    if (args.list_cases) {
+        // Before anything that touches the GPU: listing needs none.
+        const int code = list_cases(args);
+        std::fflush(stdout);
+        std::_Exit(code);
     }
     if (args.serve_fd >= 0) {
         const int code = workbook::remote::serve(args.serve_fd, args.lesson, args.student);
