@@ -23,7 +23,18 @@ struct CpuCase {
     int64_t rows, cols;
     InputKind kind = InputKind::normal;
     float eps = 1e-5f;
+    bool twice = false;  ///< called first on other values in the same arrays, then on the case's own
 };
+
+constexpr const char* kSecondCall =
+    "on the second call in the same arrays (the first call had other values in x and weight): ";
+
+/// Writes the values of `p`'s x and weight into the arrays.
+void write_inputs(const OracleProblem& p, float* x, float* w) {
+    for (int64_t r = 0; r < p.rows; ++r)
+        for (int64_t col = 0; col < p.cols; ++col) x[r * p.cols + col] = input_value<float>(p.x, r, col, p.cols);
+    for (int64_t col = 0; col < p.cols; ++col) w[col] = input_value<float>(p.weight, 0, col, p.cols);
+}
 
 CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn) {
     OracleProblem p;
@@ -35,11 +46,18 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
     const size_t n = static_cast<size_t>(c.rows * c.cols);
     // Allocated through the buffer hooks: under remote grading the submission's process maps them.
     HostArray<float> x(n), w(static_cast<size_t>(c.cols)), y(n + 2 * kGuard, kGuardValue);
-    for (int64_t r = 0; r < c.rows; ++r)
-        for (int64_t col = 0; col < c.cols; ++col) x[r * c.cols + col] = input_value<float>(p.x, r, col, c.cols);
-    for (int64_t col = 0; col < c.cols; ++col) w[col] = input_value<float>(p.weight, 0, col, c.cols);
-    const std::vector<float> x_before(x.data(), x.data() + n), w_before(w.data(), w.data() + w.size());
     float* out = y.data() + kGuard;
+    if (c.twice) {
+        // A first call on other values in the same arrays: the second call's outputs are checked.
+        OracleProblem other = p;
+        other.x.seed = mix64(p.x.seed ^ 0x2ca11ull);
+        other.weight.seed = mix64(p.weight.seed ^ 0x2ca11ull);
+        write_inputs(other, x.data(), w.data());
+        std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+        fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
+    }
+    write_inputs(p, x.data(), w.data());
+    const std::vector<float> x_before(x.data(), x.data() + n), w_before(w.data(), w.data() + w.size());
     std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
 
     fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
@@ -73,7 +91,8 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
     if (std::memcmp(x.data(), x_before.data(), n * sizeof(float)) != 0 ||
         std::memcmp(w.data(), w_before.data(), w.size() * sizeof(float)) != 0)
         problems += (problems.empty() ? "" : "; ") + std::string("the inputs x or weight were modified");
-    return problems.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problems);
+    if (problems.empty()) return CaseOutcome::pass();
+    return CaseOutcome::fail(c.twice ? kSecondCall + problems : problems);
 }
 
 }  // namespace
@@ -100,7 +119,13 @@ static LessonPlan cpu_plan(const Submission& student) {
         Case k;
         k.name = c.name;
         k.what = c.what;
-        k.run = [c, &fn](uint64_t seed, int) { return run_cpu_case(c, seed, fn); };
+        // The second repetition calls twice in the same arrays, the first time on other values:
+        // nothing may be kept from one call to the next.
+        k.run = [c, &fn](uint64_t seed, int rep) {
+            CpuCase kase = c;
+            kase.twice = rep == 1;
+            return run_cpu_case(kase, seed, fn);
+        };
         plan.cases.push_back(k);
     }
     return plan;

@@ -6,6 +6,7 @@
 /// independently, so all four combinations are graded.
 #include "engine/gpu_case.h"
 #include "lessons/common/plan_helpers.h"
+#include "lessons/common/repeat_call.h"
 #include "lessons/05-fused-add/api.h"
 
 namespace workbook {
@@ -35,7 +36,13 @@ struct FusedCase {
     int64_t misalign = 0;
     bool f16_only = false;
     int repeats = 2;
+    int misaligned_tensor = -1;  ///< this tensor alone (x, residual, weight, y, residual_out) one element off
+    float eps = 1e-5f;
+    bool repeat_call = false;    ///< called twice at the same addresses, new inputs in between
 };
+
+/// The tensors in the entry point's order, as the cases name them.
+const char* const kTensorNames[] = {"x", "residual", "weight", "y", "residual_out"};
 
 GpuCall fused_call(const FusedCase& c, DType dtype, uint64_t seed, const FusedFn& fn) {
     GpuCall call;
@@ -43,7 +50,7 @@ GpuCall fused_call(const FusedCase& c, DType dtype, uint64_t seed, const FusedFn
     OracleProblem& p = call.problem;
     p.rows = c.rows;
     p.cols = c.cols;
-    p.eps = 1e-5;
+    p.eps = c.eps;
     p.x = input_spec(c.kind, seed, 0, c.rows);
     p.has_residual = true;
     // The residual stays ordinary: in fp16_huge_values the sum must still fit in fp16.
@@ -51,24 +58,26 @@ GpuCall fused_call(const FusedCase& c, DType dtype, uint64_t seed, const FusedFn
     if (c.kind == InputKind::nan_row) p.residual.nan_row = -1;
     p.weight = weight_spec(seed);
     const Layout rows = Layout::rows_of(c.rows, c.cols, c.cols);
-    TensorRole y{"y", rows, c.misalign, false};
+    auto misalign = [&c](int tensor) { return c.misalign + (c.misaligned_tensor == tensor ? 1 : 0); };
+    TensorRole y{"y", rows, misalign(3), false};
     y.extra_ulps = 1;  // the contract allows normalising the rounded residual_out
     y.alias_of = c.y_in_place ? 0 : -1;
-    TensorRole r_out{"residual_out", rows, c.misalign, false};
+    TensorRole r_out{"residual_out", rows, misalign(4), false};
     r_out.kind = OutputKind::rounded_sum;
     r_out.alias_of = c.residual_in_place ? 1 : -1;
-    call.tensors = {TensorRole{"x", rows, c.misalign, true, p.x}, TensorRole{"residual", rows, c.misalign, true, p.residual},
-                    TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), c.misalign, true, p.weight}, y, r_out};
+    call.tensors = {TensorRole{"x", rows, misalign(0), true, p.x}, TensorRole{"residual", rows, misalign(1), true, p.residual},
+                    TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), misalign(2), true, p.weight}, y, r_out};
     const int64_t n = c.rows, cols = c.cols;
-    call.launch = [fn, n, cols](const std::vector<void*>& d, cudaStream_t s) {
-        return fn(d[0], d[1], d[2], d[3], d[4], n, cols, 1e-5f, s);
+    const float eps = c.eps;
+    call.launch = [fn, n, cols, eps](const std::vector<void*>& d, cudaStream_t s) {
+        return fn(d[0], d[1], d[2], d[3], d[4], n, cols, eps, s);
     };
-    return call;
+    return c.repeat_call ? repeated_at_same_addresses(std::move(call)) : call;
 }
 
 std::vector<FusedCase> fused_cases() {
     const InputKind normal = InputKind::normal;
-    return {
+    std::vector<FusedCase> v = {
         {"out_of_place", "y, residual_out separate from x, residual", 500, 4096},
         {"in_place", "y == x and residual_out == residual, as LLM engines call it", 500, 4096, normal, true, true},
         {"in_place_large", "16385 x 8192 in place: 256 MiB of input or more, where long rows may be read twice",
@@ -98,6 +107,26 @@ std::vector<FusedCase> fused_cases() {
         {"past_2pow31_elements", "rows x cols past 2^31 elements, in place", 32769, 65536, normal, true, true, 0,
          true, 1},
     };
+    FusedCase eps{"eps_inside_sqrt", "small values with eps = 1e-2: the eps argument, inside the square root", 300,
+                  512, InputKind::small};
+    eps.eps = 1e-2f;
+    v.push_back(eps);
+    FusedCase repeat{"repeat_new_inputs_same_addresses",
+                     "called twice on the same tensors, in place, new values written between the calls: the second "
+                     "call's outputs must be those of the new inputs",
+                     300, 4096, normal, true, true};
+    repeat.repeat_call = true;
+    v.push_back(repeat);
+    // The alignment rule as cases, one pointer at a time (out of place, so each output has its own):
+    // a vector width that forgets one of the five pointers fails by that pointer's name.
+    for (int t = 0; t < 5; ++t) {
+        FusedCase mis{std::string("layout_") + kTensorNames[t] + "_base_misaligned",
+                      std::string(kTensorNames[t]) + " one element past an aligned address, every other pointer aligned",
+                      96, 2048};
+        mis.misaligned_tensor = t;
+        v.push_back(mis);
+    }
+    return v;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 /// between. y is either x itself (same pointer and strides) or a separate tensor.
 #include "engine/gpu_case.h"
 #include "lessons/common/plan_helpers.h"
+#include "lessons/common/repeat_call.h"
 #include "lessons/06-qk-norm/api.h"
 
 namespace workbook {
@@ -38,6 +39,10 @@ struct QkCase {
     int64_t misalign = 0;
     bool f16_only = false;
     int repeats = 2;
+    int64_t y_token_stride = 0, y_head_stride = 0;  ///< out of place only (0 = contiguous)
+    int64_t x_mis = 0, w_mis = 0, y_mis = 0;        ///< one tensor's own misalignment, on top of `misalign`
+    float eps = 1e-6f;
+    bool repeat_call = false;  ///< called twice at the same addresses, new inputs in between
 };
 
 /// Token stride of q inside a qkv tensor with `kv` key/value heads per q head group.
@@ -48,29 +53,78 @@ GpuCall qk_call(const QkCase& c, DType dtype, uint64_t seed, const QkFn& fn) {
     call.dtype = dtype;
     const int64_t xhs = c.x_head_stride ? c.x_head_stride : c.head_dim;
     const int64_t xts = c.x_token_stride ? c.x_token_stride : c.heads * xhs;
-    const int64_t yhs = c.in_place ? xhs : c.head_dim;
-    const int64_t yts = c.in_place ? xts : c.heads * c.head_dim;
+    const int64_t yhs = c.in_place ? xhs : c.y_head_stride ? c.y_head_stride : c.head_dim;
+    const int64_t yts = c.in_place ? xts : c.y_token_stride ? c.y_token_stride : c.heads * yhs;
     OracleProblem& p = call.problem;
     p.rows = c.tokens * c.heads;
     p.cols = c.head_dim;
-    p.eps = 1e-6;
+    p.eps = c.eps;
     p.x = input_spec(c.kind, seed, 0, p.rows);
     p.weight = weight_spec(seed);
-    TensorRole y{"y", Layout::heads_of(c.tokens, c.heads, c.head_dim, yts, yhs), c.misalign, false};
+    // heads = 0 holds no head at all: laid out as no tokens of one head, so no layout divides by zero.
+    const int64_t layout_tokens = c.heads == 0 ? 0 : c.tokens, layout_heads = c.heads == 0 ? 1 : c.heads;
+    TensorRole y{"y", Layout::heads_of(layout_tokens, layout_heads, c.head_dim, yts, yhs), c.misalign + c.y_mis, false};
     y.alias_of = c.in_place ? 0 : -1;
-    call.tensors = {TensorRole{"x", Layout::heads_of(c.tokens, c.heads, c.head_dim, xts, xhs), c.misalign, true, p.x},
-                    TensorRole{"weight", Layout::rows_of(1, c.head_dim, c.head_dim), c.misalign, true, p.weight}, y};
+    call.tensors = {TensorRole{"x", Layout::heads_of(layout_tokens, layout_heads, c.head_dim, xts, xhs),
+                               c.misalign + c.x_mis, true, p.x},
+                    TensorRole{"weight", Layout::rows_of(1, c.head_dim, c.head_dim), c.misalign + c.w_mis, true,
+                               p.weight},
+                    y};
     const int64_t tokens = c.tokens, heads = c.heads, d = c.head_dim;
+    const float eps = c.eps;
     call.launch = [=](const std::vector<void*>& data, cudaStream_t s) {
-        return fn(data[0], xts, xhs, data[1], data[2], yts, yhs, tokens, heads, d, 1e-6f, s);
+        return fn(data[0], xts, xhs, data[1], data[2], yts, yhs, tokens, heads, d, eps, s);
     };
-    return call;
+    return c.repeat_call ? repeated_at_same_addresses(std::move(call)) : call;
+}
+
+/// The layout rules as cases, one property of one tensor argument at a time (64 tokens of 8
+/// heads of 128, out of place, everything else aligned and contiguous): each pointer (weight
+/// included) one element past an aligned address; each of the four strides a multiple of 2 but
+/// not of the vector width; each stride padded by a multiple of the vector width, the padding
+/// left untouched. A width or an offset that forgets one argument fails by that argument's name.
+std::vector<QkCase> layout_cases() {
+    const int64_t tokens = 64, heads = 8, d = 128;
+    std::vector<QkCase> v;
+    auto add = [&](const std::string& name, const std::string& what, auto&& set) {
+        QkCase c{"layout_" + name, what, tokens, heads, d};
+        set(c);
+        v.push_back(c);
+    };
+    add("x_base_misaligned", "x one element past an aligned address", [](QkCase& c) { c.x_mis = 1; });
+    add("weight_base_misaligned", "weight one element past an aligned address", [](QkCase& c) { c.w_mis = 1; });
+    add("y_base_misaligned", "y one element past an aligned address", [](QkCase& c) { c.y_mis = 1; });
+    struct Stride {
+        const char* name;
+        int64_t QkCase::*token;  ///< the tensor's token stride
+        int64_t QkCase::*head;   ///< its head stride
+    };
+    for (const Stride& s : {Stride{"x", &QkCase::x_token_stride, &QkCase::x_head_stride},
+                            Stride{"y", &QkCase::y_token_stride, &QkCase::y_head_stride}}) {
+        const std::string t = s.name;
+        for (const int64_t pad : {int64_t(2), int64_t(16)}) {
+            const bool odd = pad == 2;
+            const std::string how = odd ? "_stride_not_multiple_of_width" : "_stride_padded";
+            const std::string said = odd ? " + 2, not a multiple of the vector width"
+                                         : " + 16, a multiple of the vector width; the padding stays untouched";
+            add(t + "_token" + how, t + "'s token stride heads x head_dim" + said, [&](QkCase& c) {
+                c.*s.token = heads * d + pad;
+                c.*s.head = d;
+            });
+            add(t + "_head" + how, t + "'s head stride head_dim" + said + " (token stride heads x head stride)",
+                [&](QkCase& c) {
+                    c.*s.head = d + pad;
+                    c.*s.token = heads * (d + pad);
+                });
+        }
+    }
+    return v;
 }
 
 std::vector<QkCase> qk_cases() {
     const int64_t q128 = qkv_stride(32, 8, 128);
     const InputKind normal = InputKind::normal;
-    return {
+    std::vector<QkCase> v = {
         {"qkv_slice_q", "q of a qkv tensor (32 heads, 8 kv heads, dim 128), out of place", 300, 32, 128, q128, 128},
         {"qkv_slice_k", "k of a qkv tensor (8 kv heads), out of place", 300, 8, 128, q128, 128},
         {"in_place", "q of a qkv tensor normalised in place; k and v must stay untouched", 300, 32, 128, q128, 128,
@@ -98,7 +152,21 @@ std::vector<QkCase> qk_cases() {
         {"cols_max_65536", "head_dim 65536, the contract's longest row", 8, 2, 65536},
         {"past_2pow31_elements", "a qkv tensor past 2^31 elements, in place", 349600, 32, 128, q128, 128, true,
          normal, 0, true, 1},
+        {"heads_zero", "heads = 0 (with 100 tokens) returns success and launches nothing", 100, 0, 128},
     };
+    QkCase eps{"eps_inside_sqrt", "small values with eps = 1e-2: the eps argument, inside the square root", 200, 8,
+               128, qkv_stride(8, 2, 128), 128};
+    eps.kind = InputKind::small;
+    eps.eps = 1e-2f;
+    v.push_back(eps);
+    QkCase repeat{"repeat_new_inputs_same_addresses",
+                  "q of a qkv tensor called twice in place, new values written between the calls: the second call's "
+                  "outputs must be those of the new inputs",
+                  200, 8, 128, qkv_stride(8, 2, 128), 128, true};
+    repeat.repeat_call = true;
+    v.push_back(repeat);
+    for (const QkCase& c : layout_cases()) v.push_back(c);
+    return v;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "engine/gpu_case.h"
 #include "engine/launch_guard.h"
 #include "lessons/common/plan_helpers.h"
+#include "lessons/common/repeat_call.h"
 #include "workbook/cuda_check.h"
 #include "workbook/gate.h"
 #include "lessons/07-pdl/api.h"
@@ -48,22 +49,46 @@ __device__ __forceinline__ void wait_for_prerequisites() {
 #endif
 }
 
-/// Lets its dependents launch at once, then pauses, then writes the real x.
+/// All bits set: what the grader poisons an output element with before the launch.
 template <typename T>
-__global__ void late_producer_kernel(T* x, Layout layout, ValueSpec spec) {
+__device__ __forceinline__ bool still_poisoned(const T& v) {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
+    for (size_t i = 0; i < sizeof(T); ++i)
+        if (b[i] != 0xFF) return false;
+    return true;
+}
+
+/// Lets its dependents launch at once, then pauses, then writes the real x. With `y` it is
+/// still using y until it finishes: an element of y that is no longer the poison the grader put
+/// there was written before the dependent's grid-dependency wait, and the producer then writes
+/// NaN in that element of x, so the row comes out wrong.
+template <typename T>
+__global__ void late_producer_kernel(T* x, const T* y, Layout layout, ValueSpec spec) {
     release_dependents();
     for (int i = 0; i < 300; ++i) __nanosleep(1000);  // about 0.3 ms: far longer than any dependent's start
     const int64_t n = layout.rows * layout.cols;
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        x[layout.offset(i / layout.cols, i % layout.cols)] =
-            Elem<T>::from_float(raw_value(spec, i / layout.cols, i % layout.cols, layout.cols));
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t at = layout.offset(i / layout.cols, i % layout.cols);
+        float v = raw_value(spec, i / layout.cols, i % layout.cols, layout.cols);
+        if (y && !still_poisoned(y[at])) v = quiet_nan();
+        x[at] = Elem<T>::from_float(v);
+    }
 }
 
-void launch_late_producer(DType t, void* x, const Layout& layout, const ValueSpec& spec, cudaStream_t s) {
+void launch_late_producer(DType t, void* x, const void* y, const Layout& layout, const ValueSpec& spec,
+                          cudaStream_t s) {
     switch (t) {
-        case DType::f32: late_producer_kernel<<<64, 256, 0, s>>>(static_cast<float*>(x), layout, spec); break;
-        case DType::f16: late_producer_kernel<<<64, 256, 0, s>>>(static_cast<__half*>(x), layout, spec); break;
-        case DType::bf16: late_producer_kernel<<<64, 256, 0, s>>>(static_cast<__nv_bfloat16*>(x), layout, spec); break;
+        case DType::f32:
+            late_producer_kernel<<<64, 256, 0, s>>>(static_cast<float*>(x), static_cast<const float*>(y), layout, spec);
+            break;
+        case DType::f16:
+            late_producer_kernel<<<64, 256, 0, s>>>(static_cast<__half*>(x), static_cast<const __half*>(y), layout,
+                                                    spec);
+            break;
+        case DType::bf16:
+            late_producer_kernel<<<64, 256, 0, s>>>(static_cast<__nv_bfloat16*>(x),
+                                                    static_cast<const __nv_bfloat16*>(y), layout, spec);
+            break;
     }
 }
 
@@ -73,6 +98,13 @@ struct PdlCase {
     bool use_pdl = true;
     bool late_producer = false;
     int64_t misalign = 0;
+    InputKind kind = InputKind::normal;
+    float eps = 1e-5f;
+    bool f16_only = false;
+    int repeats = 2;
+    bool producer_owns_y = false;        ///< the late producer still uses y: y must wait for the wait too
+    int64_t x_mis = 0, w_mis = 0, y_mis = 0;  ///< one tensor's own misalignment, on top of `misalign`
+    bool repeat_call = false;            ///< called twice at the same addresses, new inputs in between
 };
 
 GpuCall pdl_call(const PdlCase& c, DType dtype, uint64_t seed, const PdlCall& fn) {
@@ -81,24 +113,74 @@ GpuCall pdl_call(const PdlCase& c, DType dtype, uint64_t seed, const PdlCall& fn
     OracleProblem& p = call.problem;
     p.rows = c.rows;
     p.cols = c.cols;
-    p.eps = 1e-5;
-    p.x = input_spec(InputKind::normal, seed, 0, c.rows);
+    p.eps = c.eps;
+    p.x = input_spec(c.kind, seed, 0, c.rows);
     p.weight = weight_spec(seed);
     const Layout rows = Layout::rows_of(c.rows, c.cols, c.cols);
-    TensorRole x{"x", rows, c.misalign, true, p.x};
+    TensorRole x{"x", rows, c.misalign + c.x_mis, true, p.x};
     if (c.late_producer) {
-        x.spec = input_spec(InputKind::normal, seed ^ 0xbadull, 0, c.rows);  // stale until the producer writes
+        x.spec = input_spec(c.kind, seed ^ 0xbadull, 0, c.rows);  // stale until the producer writes
         x.check_unchanged = false;
     }
-    call.tensors = {x, TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), c.misalign, true, p.weight},
-                    TensorRole{"y", rows, c.misalign, false}};
+    call.tensors = {x, TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), c.misalign + c.w_mis, true, p.weight},
+                    TensorRole{"y", rows, c.misalign + c.y_mis, false}};
     const PdlCase kase = c;
     const ValueSpec real = p.x;
     call.launch = [fn, kase, dtype, rows, real](const std::vector<void*>& d, cudaStream_t s) {
-        if (kase.late_producer && kase.rows > 0) launch_late_producer(dtype, d[0], rows, real, s);
-        return fn(d[0], d[1], d[2], kase.rows, kase.cols, 1e-5f, kase.use_pdl, s);
+        if (kase.late_producer && kase.rows > 0)
+            launch_late_producer(dtype, d[0], kase.producer_owns_y ? d[2] : nullptr, rows, real, s);
+        return fn(d[0], d[1], d[2], kase.rows, kase.cols, kase.eps, kase.use_pdl, s);
     };
-    return call;
+    return c.repeat_call ? repeated_at_same_addresses(std::move(call)) : call;
+}
+
+/// The cases lesson 7 adds to its first ones: the rest of the contract's sizes and numerics,
+/// the eps argument, repeated calls, y left alone until the wait, and the alignment rule one
+/// pointer at a time.
+std::vector<PdlCase> contract_cases() {
+    std::vector<PdlCase> v;
+    auto add = [&v](PdlCase c) { v.push_back(std::move(c)); };
+    add({"cols_lt_warp", "19 columns: fewer than a warp's lanes", 1000, 19});
+    add({"cols_gt_1024xwidth", "9000 columns: more than 1024 threads x vector width", 200, 9000});
+    add({"cols_max_65536", "65536 columns, the contract's longest row", 64, 65536});
+    add({"short_rows_partial_block", "1001 rows of 256 columns: a block of several rows ends part-way", 1001, 256});
+    PdlCase zero{"all_zero_rows", "every other row is all zeros: outputs 0, not NaN", 1000, 1024};
+    zero.kind = InputKind::zero_rows;
+    add(zero);
+    PdlCase nan{"nan_row_isolated", "a NaN in row 37 must not leak into other rows", 100, 2048};
+    nan.kind = InputKind::nan_row;
+    add(nan);
+    PdlCase huge{"fp16_huge_values", "fp16 values near 65504: squares overflow an fp16 accumulator", 256, 4096};
+    huge.kind = InputKind::huge;
+    huge.f16_only = true;
+    add(huge);
+    PdlCase eps{"eps_inside_sqrt", "small values with eps = 1e-2: the eps argument, inside the square root", 300, 512};
+    eps.kind = InputKind::small;
+    eps.eps = 1e-2f;
+    add(eps);
+    PdlCase big{"past_2pow31_elements", "rows x cols past 2^31 elements: 64-bit indexing", 32769, 65536};
+    big.f16_only = true;
+    big.repeats = 1;
+    add(big);
+    PdlCase owns_y{"pdl_y_untouched_before_wait",
+                   "after a producer that releases its dependents early, writes x late and uses y until it finishes: "
+                   "y is written only after the grid-dependency wait",
+                   64, 4096, true, true};
+    owns_y.producer_owns_y = true;
+    add(owns_y);
+    PdlCase repeat{"repeat_new_inputs_same_addresses",
+                   "called twice with use_pdl on the same tensors, new values written between the calls: the second "
+                   "call's outputs must be those of the new inputs",
+                   64, 4096};
+    repeat.repeat_call = true;
+    add(repeat);
+    for (const char* t : {"x", "weight", "y"}) {
+        PdlCase mis{std::string("layout_") + t + "_base_misaligned",
+                    std::string(t) + " one element past an aligned address, every other pointer aligned", 96, 2048};
+        (t[0] == 'x' ? mis.x_mis : t[0] == 'w' ? mis.w_mis : mis.y_mis) = 1;
+        add(mis);
+    }
+    return v;
 }
 
 // --- the decode chain -------------------------------------------------------------------
@@ -236,7 +318,7 @@ std::string chain_label(const ChainShape& c) {
 
 static LessonPlan pdl_plan(const Submission& student, const Submission& reference, const PlanOptions& opt) {
     LessonPlan plan;
-    const std::vector<PdlCase> cases = {
+    std::vector<PdlCase> cases = {
         {"pdl_chain_late_producer", "after a producer that releases dependents early and writes x late", 64, 4096,
          true, true},
         {"pdl_chain_late_producer_one_row", "the same with one row of 8192", 1, 8192, true, true},
@@ -253,22 +335,28 @@ static LessonPlan pdl_plan(const Submission& student, const Submission& referenc
         {"pdl_off_after_producer", "use_pdl = false after the late producer: stream order alone protects x", 64,
          4096, false, true},
     };
+    for (PdlCase& c : contract_cases()) cases.push_back(std::move(c));
     for (const PdlCase& c : cases) {
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+            if (c.f16_only && t != DType::f16) continue;
             const PdlCall fn = pdl_fn(student, t);
             Case k = make_gpu_case(c.name + "_" + dtype_name(t), c.what,
-                                   [c, t, fn](uint64_t seed) { return pdl_call(c, t, seed, fn); }, 2,
+                                   [c, t, fn](uint64_t seed) { return pdl_call(c, t, seed, fn); }, c.repeats,
                                    c.rows * c.cols > (int64_t(1) << 22));
             if (c.late_producer && c.use_pdl) {
                 auto inner = k.run;
-                k.run = [inner](uint64_t seed, int rep) {
+                const bool owns_y = c.producer_owns_y;
+                k.run = [inner, owns_y](uint64_t seed, int rep) {
                     CaseOutcome o = inner(seed, rep);
                     // Only a wrong y after a correct launch on the right stream can be a read of x
-                    // before the wait; a launch or stream problem is named as itself.
+                    // (or a write of y) before the wait; a launch or stream problem is named as itself.
                     if (!o.passed && o.cause == FailureCause::output && o.detail.find("y[") != std::string::npos)
-                        o.detail = "x was read before the producer finished writing it: the grid-dependency wait "
-                                   "(cudaGridDependencySynchronize or griddepcontrol.wait) is missing or comes after "
-                                   "the first load of x. " + o.detail;
+                        o.detail = (owns_y ? "y was written before the kernel ahead of yours finished with it (or x "
+                                             "read before it wrote x): touch x and y only after the grid-dependency "
+                                             "wait (cudaGridDependencySynchronize or griddepcontrol.wait). "
+                                           : "x was read before the producer finished writing it: the grid-dependency "
+                                             "wait (cudaGridDependencySynchronize or griddepcontrol.wait) is missing or "
+                                             "comes after the first load of x. ") + o.detail;
                     return o;
                 };
             }

@@ -9,6 +9,7 @@
 
 #include "engine/gpu_case.h"
 #include "lessons/common/plan_helpers.h"
+#include "lessons/common/repeat_call.h"
 #include "lessons/common/rows_plan.h"
 #include "lessons/common/rows_api.h"
 
@@ -53,6 +54,7 @@ struct RowsCase {
     bool strided_only = false;  ///< needs strides or misalignment (lessons 4 and 8)
     bool f16_only = false;
     int64_t min_max_cols = 0;   ///< run only where the lesson accepts cols this large
+    bool repeat_call = false;   ///< called twice at the same addresses, new inputs in between
 };
 
 GpuCall rows_call(const RowsCase& c, DType dtype, uint64_t seed, const RowsFn& fn) {
@@ -74,7 +76,47 @@ GpuCall rows_call(const RowsCase& c, DType dtype, uint64_t seed, const RowsFn& f
     call.launch = [fn, xs, ys, rows, cols, eps](const std::vector<void*>& d, cudaStream_t s) {
         return fn(d[0], xs, d[1], d[2], ys, rows, cols, eps, s);
     };
-    return call;
+    return c.repeat_call ? repeated_at_same_addresses(std::move(call)) : call;
+}
+
+/// The layout rules of lessons 4 and 8 as cases, one property of one tensor argument at a time
+/// (the others aligned and contiguous), so a vector width that forgets one pointer or one stride
+/// fails by name: every pointer (weight included) one element past an aligned address; every
+/// row stride a multiple of 2 but not of the vector width (cols + 2); every row stride padded by
+/// a multiple of the vector width (cols + 16), whose padding must stay untouched. `prefix` names
+/// the family ("layout", or "long_rows_layout" for rows longer than one block holds).
+std::vector<RowsCase> layout_cases(const std::string& prefix, int64_t rows, int64_t cols) {
+    struct Tensor {
+        const char* name;
+        int64_t RowsCase::*misalign;
+        int64_t RowsCase::*pad;  ///< null: no stride argument (the weight)
+    };
+    const Tensor tensors[] = {{"x", &RowsCase::x_mis, &RowsCase::x_pad},
+                              {"weight", &RowsCase::w_mis, nullptr},
+                              {"y", &RowsCase::y_mis, &RowsCase::y_pad}};
+    const std::string shape = std::to_string(rows) + " rows of " + std::to_string(cols) + ": ";
+    std::vector<RowsCase> v;
+    for (const Tensor& t : tensors) {
+        RowsCase base{"", "", rows, cols};
+        base.strided_only = true;
+        RowsCase mis = base;
+        mis.name = prefix + "_" + t.name + "_base_misaligned";
+        mis.what = shape + t.name + " one element past an aligned address, every other pointer and stride aligned";
+        mis.*t.misalign = 1;
+        v.push_back(mis);
+        if (!t.pad) continue;
+        RowsCase odd = base;
+        odd.name = prefix + "_" + t.name + "_stride_not_multiple_of_width";
+        odd.what = shape + t.name + "'s row stride cols + 2, not a multiple of the vector width; the rest aligned";
+        odd.*t.pad = 2;
+        v.push_back(odd);
+        RowsCase padded = base;
+        padded.name = prefix + "_" + t.name + "_rows_padded";
+        padded.what = shape + t.name + "'s rows padded to cols + 16 (full vectors allowed); the padding stays untouched";
+        padded.*t.pad = 16;
+        v.push_back(padded);
+    }
+    return v;
 }
 
 std::vector<RowsCase> row_cases() {
@@ -117,6 +159,13 @@ std::vector<RowsCase> row_cases() {
         {"misaligned_weight_only", "x and y aligned, weight one element off: each pointer limits the width",
          300, 4096, InputKind::normal, 0, 0, 0, 1, 0, 1e-5f, 2, true},
     };
+    RowsCase repeat{"repeat_new_inputs_same_addresses",
+                    "called twice on the same tensors, new values written between the calls: the second call's "
+                    "outputs must be those of the new inputs",
+                    300, 4096};
+    repeat.repeat_call = true;
+    v.push_back(repeat);
+    for (const RowsCase& c : layout_cases("layout", 96, 2048)) v.push_back(c);
     return v;
 }
 
@@ -141,6 +190,9 @@ std::vector<RowsCase> long_row_cases() {
     mis.x_pad = 1;
     mis.y_pad = 3;
     v.push_back(mis);
+    // The layout rules again where a row is split over several blocks (131072 columns: a cluster of
+    // 4 for 16-bit types), whose code path chooses and uses its own vector width.
+    for (const RowsCase& c : layout_cases("long_rows_layout", 3, 131072)) v.push_back(c);
     return v;
 }
 
