@@ -38,6 +38,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract_tables  # noqa: E402  (beside this file)
+
 PLACEHOLDER_MEASURED = re.compile(r"^\s*See docs/results/.*filled in from the GPU run\.?\s*$")
 TITLE = re.compile(r"^# Lesson (\d+) — (.+?)\s*$")
 H1 = re.compile(r"^#\s+(.+?)\s*$")
@@ -406,6 +409,9 @@ def lesson_page(n, folder, title, sections, entry, snippets, solution_info, resu
         while text and not text[-1].strip():
             text.pop()
         out += text + [""]
+        if heading == "What the grader checks":
+            # The rule table sits under this section: one heading level down.
+            out += [re.sub(r"^## ", "### ", contract_tables.render(folder), flags=re.M), ""]
         if heading == "The diagram":
             for d in entry.get("diagrams", []):
                 out += [f'\\dotfile {d["file"]} "{escape_ref_text(d["caption"])}"', ""]
