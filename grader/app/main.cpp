@@ -324,18 +324,26 @@ int grade(const Args& args) {
             std::printf("%s\n", report.reason.c_str());
             return finish(report, args, kUsage);
         }
-        size_t failed = 0;
+        // Cases skipped after the device became unusable were not run: they count neither as failed nor as run.
+        size_t failed = 0, not_run = 0;
         const CaseResult* first = nullptr;
-        for (const CaseResult& c : report.cases)
+        for (const CaseResult& c : report.cases) {
+            if (c.skipped) {
+                ++not_run;
+                continue;
+            }
             if (!c.passed) {
                 ++failed;
                 if (!first) first = &c;
             }
-        if (failed) {
+        }
+        const bool has_gate = info->needs_gpu && !plan.bench.empty();
+        if (failed || not_run) {
             report.verdict = "fail-correctness";
-            report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
-            std::printf("\n%zu of %zu case(s) failed. The gate runs once every case passes.\n", failed,
-                        report.cases.size());
+            report.reason = !fatal.empty() ? fatal : first ? first->name + ": " + first->detail : "no case could run";
+            std::printf("\n%zu of %zu case(s) failed", failed, report.cases.size() - not_run);
+            if (not_run) std::printf("; %zu not run (the device was unusable after the failure above)", not_run);
+            std::printf(".%s\n", has_gate ? " The gate runs once every case passes." : "");
             const std::string stub = stub_notice(report.cases, args.untouched_stub);
             if (!stub.empty()) {
                 report.still_stub = true;

@@ -124,6 +124,10 @@ class LessonOneTests(GradeTestCase):
         self.assertIn("still the stub: this file is the stub as it was handed out, unchanged", out)
         self.assertTrue(report["still_stub"])
         self.assertTrue(report["reason"].startswith("still the stub:"))
+        # Lesson 1 has no gate: the count line says what failed and nothing about a gate.
+        failed = sum(not c["passed"] for c in report["cases"])
+        self.assertIn(f"{failed} of {len(report['cases'])} case(s) failed.", out)
+        self.assertNotIn("gate", out.split("case(s) failed")[1].split("\n")[0])
 
     def test_a_caller_that_wrote_the_stub_can_say_so(self):
         """The interview grades a copy of its bare stub with --source; it says the file is untouched."""
