@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <dlfcn.h>
 
+#include <set>
 #include <string>
 
 #include "lessons/09-production-norm/error_cases.h"
@@ -44,7 +45,32 @@ TEST(ProductionContract, ReferenceReturnsEveryExpectedStatus) {
         }
         ++checked;
     }
-    EXPECT_GT(checked, 40);
+    EXPECT_GT(checked, 150);
+}
+
+TEST(ProductionContract, EveryOutputMeetsEveryTensorByOneElement) {
+    // The generated overlap cases: each output against each other tensor, sharing exactly one
+    // element at the other's end and at its start (refused), and touching it from either side
+    // (accepted). 3 outputs, 15 pairs.
+    int starts = 0, ends = 0, after = 0, before = 0;
+    for (const production::ErrorCase& e : production::error_cases()) {
+        if (e.three_d) continue;
+        const bool overlap = e.name.rfind("error_partial_overlap_", 0) == 0;
+        starts += overlap && e.name.find("_starts_at_") != std::string::npos;
+        ends += overlap && e.name.find("_ends_at_") != std::string::npos;
+        after += e.name.rfind("accepts_", 0) == 0 && e.name.find("_right_after_") != std::string::npos;
+        before += e.name.rfind("accepts_", 0) == 0 && e.name.find("_right_before_") != std::string::npos;
+    }
+    EXPECT_EQ(starts, 15);
+    EXPECT_EQ(ends, 15);
+    EXPECT_EQ(after, 15);
+    EXPECT_EQ(before, 15);
+}
+
+TEST(ProductionContract, CaseNamesAreUnique) {
+    std::set<std::string> names;
+    for (const production::ErrorCase& e : production::error_cases())
+        EXPECT_TRUE(names.insert(e.name).second) << "two cases named " << e.name;
 }
 
 TEST(ProductionContract, EveryStatusHasACase) {

@@ -5,15 +5,24 @@
 /// (outputs); which ones are present, the mode, the parameters' dtypes and the layout are the
 /// case's options. Each GPU case creates a descriptor on the case's real tensors (before the
 /// launch, outside the graph capture), launches it, and checks every output against the fp64
-/// oracle. The error-code cases only call norm_create, on problems with exactly one fault.
+/// oracle. The error-code cases only call norm_create, on problems with exactly one fault (two
+/// where they test the order of the checks). Layout cases are generated for every tensor
+/// (layout_cases); contract_rules.json names the cases of each rule of the contract.
+#include <array>
+#include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/buffer_hooks.h"
 #include "engine/gpu_case.h"
+#include "engine/launch_guard.h"
+#include "launch/launch_recorder.h"
+#include "lessons/09-production-norm/api.h"
 #include "lessons/09-production-norm/error_cases.h"
 #include "lessons/common/plan_helpers.h"
-#include "lessons/09-production-norm/api.h"
+#include "lessons/common/repeat_call.h"
 
 namespace workbook {
 namespace {
@@ -35,6 +44,23 @@ enum : unsigned {
     kPreNorm = kResidual | kResidualOut,
 };
 
+/// The tensors of a call, in the order prod_call creates them.
+enum TensorId : int { tX, tResidual, tWeight, tBias, tY, tResidualOut, tRstd, kTensorCount };
+const char* const kTensorName[kTensorCount] = {"x", "residual", "weight", "bias", "y", "residual_out", "rstd"};
+
+/// One tensor's own layout where it differs from the case's (the layout table's cases).
+struct OwnLayout {
+    int64_t stride0 = 0, stride1 = 0;  ///< outer strides, 0: the case's (rstd: its batch stride, 3-D only)
+    int64_t misalign = -1;             ///< elements past alignment, -1: the case's
+};
+
+/// What the caller does with its NormProblem between norm_create and the launch.
+enum class AfterCreate {
+    keep,    ///< keeps it alive and unchanged until the case ends
+    change,  ///< reuses it for another call: the other mode, another eps, x and y exchanged, one row
+    free,    ///< clears it and frees it
+};
+
 /// One GPU case. heads = 0: x is 2-D [rows = outer, cols]; otherwise 3-D [outer, heads, cols].
 struct ProdCase {
     std::string name, what;
@@ -48,6 +74,10 @@ struct ProdCase {
     int64_t weight_misalign = 0;  ///< the weight alone
     bool f16_only = false;
     int repeats = 2;
+    std::array<OwnLayout, kTensorCount> own{};  ///< per-tensor strides and misalignment
+    bool outlier_col0 = false;  ///< every row of x has one outlier of 30000; in some rows it is column 0
+    AfterCreate after_create = AfterCreate::keep;
+    bool relaunch = false;  ///< the descriptor launched twice, new input values at the same addresses between
 };
 
 int64_t rows_of(const ProdCase& c) { return c.heads ? c.outer * c.heads : c.outer; }
@@ -78,14 +108,44 @@ l9::TensorDesc describe_tensor(const Layout& layout, bool three_d, DType t) {
     return d;
 }
 
-/// A descriptor that is destroyed with the call that created it.
+/// A descriptor that is destroyed with the call that created it, and the caller's problem it was
+/// created from, while the caller keeps it.
 struct BoundDescriptor {
     const api::Lesson9* table = nullptr;
     l9::NormDescriptor* desc = nullptr;
+    std::unique_ptr<l9::NormProblem> problem;
     ~BoundDescriptor() {
         if (desc) table->destroy(desc);
     }
 };
+
+/// The caller's problem reused for another call after norm_create: the other mode, another eps,
+/// x and y exchanged, one row. A descriptor holds what create validated, so none of it may show.
+void reuse_for_another_call(l9::NormProblem& p) {
+    p.mode = p.mode == l9::NormMode::rms ? l9::NormMode::layer : l9::NormMode::rms;
+    p.eps = 0.5f;
+    std::swap(p.x.data, p.y.data);
+    for (l9::TensorDesc* t : {&p.x, &p.residual, &p.y, &p.residual_out, &p.rstd})
+        if (t->data && t->rank > 0) t->shape[0] = 1;
+}
+
+/// x's magnitude in the one column per row that raw_value makes an outlier.
+constexpr float kOutlier = 30000.0f;
+
+/// `s` with a seed derived from its own under which at least `want` of `rows` rows have their
+/// outlier in column 0 (raw_value puts it in one column per row, hashed from the row): a row
+/// whose first element is far from its mean, the worst shift for a one-pass variance.
+ValueSpec with_outliers_in_column_0(ValueSpec s, int64_t rows, int64_t cols, int want) {
+    const uint64_t base = s.seed;
+    for (uint64_t i = 0; i < (uint64_t(1) << 22); ++i) {
+        s.seed = i == 0 ? base : mix64(base ^ mix64(i));
+        int hits = 0;
+        for (int64_t r = 0; r < rows && hits < want; ++r) hits += std::fabs(raw_value(s, r, 0, cols)) == s.outlier;
+        if (hits >= want) return s;
+    }
+    s.seed = base;
+    return s;
+}
 
 /// "LayerNorm + bias + rstd + residual in/out, weight f32" for messages.
 std::string options_text(unsigned o) {
@@ -108,11 +168,24 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
     const int64_t heads = three_d ? c.heads : 1;
     const int64_t s1 = three_d ? (c.stride1 ? c.stride1 : c.cols) : c.cols;
     const int64_t s0 = c.stride0 ? c.stride0 : (three_d ? heads * s1 : c.cols);
-    const Layout act = three_d ? Layout::heads_of(c.outer, heads, c.cols, s0, s1) : Layout::rows_of(rows, c.cols, s0);
+    // An activation's layout: the case's strides, or its own where the case gives it some.
+    auto act_of = [&](TensorId which) {
+        const OwnLayout& o = c.own[which];
+        const int64_t t1 = three_d && o.stride1 ? o.stride1 : s1;
+        const int64_t t0 = o.stride0 ? o.stride0 : (o.stride1 ? heads * t1 : s0);
+        return three_d ? Layout::heads_of(c.outer, heads, c.cols, t0, t1) : Layout::rows_of(rows, c.cols, t0);
+    };
+    auto misalign_of = [&](TensorId which) {
+        if (c.own[which].misalign >= 0) return c.own[which].misalign;
+        if (which == tWeight && c.weight_misalign) return c.weight_misalign;
+        return which == tRstd ? int64_t(0) : c.misalign;
+    };
+    const Layout act = act_of(tX);
     const Layout dense = three_d ? Layout::heads_of(c.outer, heads, c.cols, heads * c.cols, c.cols)
                                  : Layout::rows_of(rows, c.cols, c.cols);
     const Layout vec = Layout::rows_of(1, c.cols, c.cols);
-    const Layout per_row = three_d ? Layout::heads_of(c.outer, heads, 1, heads, 1) : Layout::rows_of(rows, 1, 1);
+    const int64_t rstd_s0 = c.own[tRstd].stride0 ? c.own[tRstd].stride0 : heads;
+    const Layout per_row = three_d ? Layout::heads_of(c.outer, heads, 1, rstd_s0, 1) : Layout::rows_of(rows, 1, 1);
 
     OracleProblem& p = call.problem;
     p.rows = rows;
@@ -121,6 +194,11 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
     p.layer_norm = (c.opts & kLayer) != 0;
     p.x = input_spec(c.kind, seed, 0, rows);
     if (c.large_mean) make_large_mean(p.x, dtype);
+    if (c.outlier_col0) {
+        p.x.outlier = kOutlier;
+        // As many such rows as a short search finds: 4 of short rows, 2 of long ones, 1 of a few very long.
+        p.x = with_outliers_in_column_0(p.x, rows, c.cols, c.cols <= 1024 ? 4 : rows * 64 >= c.cols ? 2 : 1);
+    }
     p.weight = weight_spec(seed);
     p.weight_f32 = (c.opts & kWeightF32) != 0;
     p.has_residual = (c.opts & kResidual) != 0;
@@ -139,39 +217,39 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
     }
 
     // Tensor order: x, [residual], weight, [bias], y, [residual_out], [rstd].
-    const int64_t mis = c.misalign;
     std::vector<TensorRole>& t = call.tensors;
-    t.push_back(TensorRole{"x", act, mis, true, p.x});
+    t.push_back(TensorRole{"x", act, misalign_of(tX), true, p.x});
     const int ix = 0;
     int ir = -1, ib = -1, iro = -1, irs = -1;
     if (p.has_residual) {
         ir = static_cast<int>(t.size());
-        t.push_back(TensorRole{"residual", act, mis, true, p.residual});
+        t.push_back(TensorRole{"residual", act_of(tResidual), misalign_of(tResidual), true, p.residual});
     }
     const int iw = static_cast<int>(t.size());
-    t.push_back(TensorRole{"weight", vec, c.weight_misalign ? c.weight_misalign : mis, true, p.weight});
+    t.push_back(TensorRole{"weight", vec, misalign_of(tWeight), true, p.weight});
     if (p.weight_f32) t.back().dtype = DType::f32;
     if (p.has_bias) {
         ib = static_cast<int>(t.size());
-        t.push_back(TensorRole{"bias", vec, mis, true, p.bias});
+        t.push_back(TensorRole{"bias", vec, misalign_of(tBias), true, p.bias});
         if (p.bias_f32) t.back().dtype = DType::f32;
     }
     const int iy = static_cast<int>(t.size());
-    TensorRole y{"y", (c.opts & kYDense) && !(c.opts & kYInPlace) ? dense : act, mis, false};
+    TensorRole y{"y", (c.opts & kYInPlace) ? act : (c.opts & kYDense) ? dense : act_of(tY), misalign_of(tY), false};
     y.kind = OutputKind::normalised_scaled;
     y.extra_ulps = p.has_residual ? 1 : 0;  // the contract allows normalising the rounded residual_out
     y.alias_of = (c.opts & kYInPlace) ? ix : -1;
     t.push_back(y);
     if (c.opts & kResidualOut) {
         iro = static_cast<int>(t.size());
-        TensorRole ro{"residual_out", act, mis, false};
+        TensorRole ro{"residual_out", (c.opts & kResInPlace) ? act_of(tResidual) : act_of(tResidualOut),
+                      misalign_of(tResidualOut), false};
         ro.kind = OutputKind::rounded_sum;
         ro.alias_of = (c.opts & kResInPlace) ? ir : -1;
         t.push_back(ro);
     }
     if (c.opts & kRstd) {
         irs = static_cast<int>(t.size());
-        TensorRole rs{"rstd", per_row, 0, false};
+        TensorRole rs{"rstd", per_row, misalign_of(tRstd), false};
         rs.kind = OutputKind::rstd;
         rs.extra_ulps = p.has_residual ? 1 : 0;
         rs.dtype = DType::f32;
@@ -199,7 +277,7 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
             d.rank = three_d ? 2 : 1;
             d.shape[0] = three_d ? c.outer : rows;
             d.shape[1] = three_d ? heads : 0;
-            d.stride[0] = three_d ? heads : 1;
+            d.stride[0] = three_d ? rstd_s0 : 1;
             d.stride[1] = three_d ? 1 : 0;
             return d;
         }
@@ -216,27 +294,152 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
     auto bound = std::make_shared<BoundDescriptor>();
     bound->table = table;
     const std::string label = options_text(c.opts);
-    call.bind = [np, bound, ix, ir, iw, ib, iy, iro, irs, label](const std::vector<void*>& d) mutable -> std::string {
-        np.x.data = d[ix];
-        np.weight.data = d[iw];
-        np.y.data = d[iy];
-        if (ir >= 0) np.residual.data = d[ir];
-        if (ib >= 0) np.bias.data = d[ib];
-        if (iro >= 0) np.residual_out.data = d[iro];
-        if (irs >= 0) np.rstd.data = d[irs];
+    const AfterCreate after = c.after_create;
+    call.bind = [np, bound, ix, ir, iw, ib, iy, iro, irs, label, after](const std::vector<void*>& d) -> std::string {
+        // The caller's problem, in memory of its own: after create the caller may change or free it.
+        auto caller = std::make_unique<l9::NormProblem>(np);
+        l9::NormProblem& q = *caller;
+        q.x.data = d[ix];
+        q.weight.data = d[iw];
+        q.y.data = d[iy];
+        if (ir >= 0) q.residual.data = d[ir];
+        if (ib >= 0) q.bias.data = d[ib];
+        if (iro >= 0) q.residual_out.data = d[iro];
+        if (irs >= 0) q.rstd.data = d[irs];
         l9::NormDescriptor* desc = nullptr;
-        const l9::Status st = bound->table->create(np, &desc);
+        const l9::Status st = bound->table->create(q, &desc);
         if (st != l9::Status::success)
             return std::string("norm_create refused a valid problem (") + label + ") with Status::" +
                    l9::status_name(st) + "; nothing was launched";
         if (!desc) return "norm_create returned success but no descriptor (*out is null); nothing was launched";
         bound->desc = desc;
+        switch (after) {
+            case AfterCreate::keep: bound->problem = std::move(caller); break;
+            case AfterCreate::change:
+                reuse_for_another_call(q);
+                bound->problem = std::move(caller);
+                break;
+            case AfterCreate::free:
+                q = l9::NormProblem{};
+                caller.reset();
+                break;
+        }
         return "";
     };
     call.launch = [bound](const std::vector<void*>&, cudaStream_t s) {
         return bound->table->launch(bound->desc, s);
     };
-    return call;
+    return c.relaunch ? repeated_at_same_addresses(std::move(call)) : call;
+}
+
+/// Layout cases generated for every tensor argument, 2-D and 3-D: a base aligned only to its
+/// element size (every other pointer 16-byte aligned), an outer stride that no vector width
+/// divides, padded rows (the padding must stay untouched), and for the weight and bias the same
+/// in fp32. Every option is on, out of place, so each tensor is present; rows of 264 columns let
+/// every dtype use 16-byte vectors where the layout allows them.
+std::vector<ProdCase> layout_cases() {
+    std::vector<ProdCase> out;
+    const unsigned every = kLayer | kBias | kRstd | kPreNorm;
+    const int64_t cols = 264;
+    for (const bool three_d : {false, true}) {
+        const std::string dims = three_d ? "3d" : "2d";
+        const int64_t outer = three_d ? 6 : 40, heads = three_d ? 4 : 0;
+        auto add = [&](TensorId which, const std::string& variant, const std::string& what, OwnLayout own,
+                       unsigned extra = 0) {
+            const std::string shape = three_d ? "3-D [6, 4, 264]" : "2-D [40, 264]";
+            ProdCase c{"layout_" + dims + "_" + variant + "_" + kTensorName[which],
+                       shape + ", " + kTensorName[which] + " " + what + ", every other tensor aligned and dense", outer,
+                       heads, cols, every | extra};
+            c.own[which] = own;
+            out.push_back(c);
+        };
+        for (TensorId which : {tX, tResidual, tWeight, tBias, tY, tResidualOut, tRstd}) {
+            add(which, "misaligned_base", "one element past a 16-byte boundary", {0, 0, 1});
+            if (which == tWeight || which == tBias) {
+                add(which, "misaligned_fp32", "in fp32, one element past a 16-byte boundary", {0, 0, 1},
+                    which == tWeight ? kWeightF32 : kBiasF32);
+                continue;
+            }
+            if (which == tRstd) {
+                if (three_d) add(which, "padded_batch_stride", "[6, 4] with batch stride 7", {7, 0, -1});
+                continue;
+            }
+            if (!three_d) {
+                add(which, "odd_row_stride", "with row stride 265: no vector width divides it", {cols + 1, 0, -1});
+                add(which, "padded_rows", "with row stride 304: 40 elements of padding a row", {cols + 40, 0, -1});
+            } else {
+                add(which, "odd_head_stride", "with head stride 265 (batch stride 4 x 265)", {0, cols + 1, -1});
+                add(which, "odd_batch_stride", "with head stride 264 and batch stride 1057", {4 * cols + 1, cols, -1});
+                add(which, "padded_heads",
+                    "with head stride 288 and batch stride 1168: padding after every head and batch",
+                    {4 * (cols + 24) + 16, cols + 24, -1});
+            }
+        }
+    }
+    return out;
+}
+
+/// Cases of the rules the hand-written list below leaves out: the descriptor's lifetime, repeated
+/// launches, eps = 0, a padded 3-D rstd on every kernel's path, and LayerNorm rows whose first
+/// element is far from their mean. The freed problem comes last (production_plan says why).
+std::vector<ProdCase> rule_cases() {
+    const unsigned full = kLayer | kBias | kRstd | kPreNorm;
+    std::vector<ProdCase> out;
+    auto add = [&](ProdCase c, auto&& set) {
+        set(c);
+        out.push_back(std::move(c));
+    };
+    // The descriptor holds what create validated: the caller's problem may change or go away.
+    add({"descriptor_problem_changed_after_create",
+         "the caller's NormProblem reused after create (other mode, eps 0.5, x and y exchanged, one row): the launch "
+         "computes the problem create saw",
+         100, 0, 1024, kBias | kRstd | kPreNorm},
+        [](ProdCase& c) { c.after_create = AfterCreate::change; });
+    // One descriptor, launched again on new values at the same addresses.
+    add({"repeat_new_inputs_same_addresses",
+         "one descriptor launched twice, every input rewritten with new values between the launches", 200, 0, 1024,
+         full | kWeightF32},
+        [](ProdCase& c) { c.relaunch = true; });
+    add({"repeat_new_inputs_same_addresses_in_place_3d",
+         "3-D [20, 8, 128] in place, launched twice, the inputs rewritten between the launches", 20, 8, 128,
+         kRstd | kPreNorm | kYInPlace | kResInPlace},
+        [](ProdCase& c) { c.relaunch = true; });
+    add({"eps_zero", "eps = 0, the smallest valid eps, on rows of nonzero variance", 200, 0, 1024,
+         kLayer | kBias | kRstd},
+        [](ProdCase& c) { c.eps = 0.0f; });
+    // rstd of a 3-D call in a [batch, heads] slice whose batch stride is padded, on each kernel's path.
+    add({"rstd_3d_padded_batch_stride_decode", "3-D [8, 16, 1024] pre-norm, rstd [8, 16] with batch stride 19", 8, 16,
+         1024, kRstd | kPreNorm},
+        [](ProdCase& c) { c.own[tRstd].stride0 = 19; });
+    add({"rstd_3d_padded_batch_stride_long_rows", "3-D [4, 8, 16384] RMSNorm, rstd [4, 8] with batch stride 11", 4, 8,
+         16384, kRstd},
+        [](ProdCase& c) { c.own[tRstd].stride0 = 11; });
+    add({"rstd_3d_padded_batch_stride_cluster", "3-D [2, 3, 65536] LayerNorm + bias, rstd [2, 3] with batch stride 5",
+         2, 3, 65536, kLayer | kBias | kRstd},
+        [](ProdCase& c) { c.own[tRstd].stride0 = 5; });
+    // LayerNorm rows whose first element is an outlier: a variance taken about that element in
+    // one pass (E[(s - s0)^2] - E[s - s0]^2) cancels; the two-pass or Welford variance does not.
+    // Without a residual: beside one, 16-bit rstd may come from the rounded sum, and its
+    // tolerance (an ulp of T) admits what the cancellation costs.
+    add({"layernorm_outlier_in_column_0",
+         "LayerNorm + bias of 200 rows of 4096, rows whose column 0 is an outlier of 30000 (the mean near 7)", 200, 0,
+         4096, kLayer | kBias | kRstd},
+        [](ProdCase& c) { c.outlier_col0 = true; });
+    add({"layernorm_outlier_in_column_0_short", "the same at 512 columns, several rows per block", 300, 0, 512,
+         kLayer | kRstd},
+        [](ProdCase& c) { c.outlier_col0 = true; });
+    add({"layernorm_outlier_in_column_0_decode", "the same, 64 rows of 4096 with a bias (a decode step)", 64, 0, 4096,
+         kLayer | kBias | kRstd},
+        [](ProdCase& c) { c.outlier_col0 = true; });
+    add({"layernorm_outlier_in_column_0_long_rows", "the same, 8 rows of 32768 with a bias and an fp32 weight", 8, 0,
+         32768, kLayer | kBias | kRstd | kWeightF32},
+        [](ProdCase& c) { c.outlier_col0 = true; });
+    // The caller's problem gone: a descriptor that reads it at launch reads freed memory.
+    add({"descriptor_problem_freed_after_create",
+         "the caller's NormProblem cleared and freed after create: the launch computes the problem create saw", 100, 0,
+         1024, kLayer | kBias | kRstd | kPreNorm},
+        [](ProdCase& c) { c.after_create = AfterCreate::free; });
+    return out;
 }
 
 std::vector<ProdCase> prod_cases() {
@@ -335,6 +538,69 @@ std::vector<ProdCase> prod_cases() {
     };
 }
 
+/// norm_destroy(nullptr) is a no-op.
+Case destroy_null_case(const api::Lesson9* table) {
+    Case c;
+    c.name = "descriptor_destroy_accepts_null";
+    c.what = "norm_destroy(nullptr) does nothing";
+    c.repeats = 1;
+    c.run = [table](uint64_t, int) {
+        table->destroy(nullptr);
+        return CaseOutcome::pass();
+    };
+    return c;
+}
+
+/// norm_create does no device work (no allocation, synchronisation, launch or copy), so it may be
+/// called while a graph is captured: called inside a capture on the grader's stream, on fake
+/// addresses, it leaves the capture intact and empty.
+Case create_in_capture_case(const api::Lesson9* table) {
+    Case c;
+    c.name = "descriptor_create_inside_capture";
+    c.what = "norm_create called while the grader's stream captures a graph: no device work, the capture intact";
+    c.repeats = 1;
+    c.run = [table](uint64_t, int) {
+        const l9::NormProblem p = production::valid_problem();
+        l9::NormDescriptor* desc = nullptr;
+        if (remote_grading()) {  // create runs in another process, which no capture here sees
+            const l9::Status st = table->create(p, &desc);
+            if (desc) table->destroy(desc);
+            return st == l9::Status::success
+                       ? CaseOutcome::pass()
+                       : CaseOutcome::fail(std::string("norm_create refused a valid problem with Status::") +
+                                               l9::status_name(st),
+                                           FailureCause::launch);
+        }
+        cudaStream_t stream = grader_stream();
+        if (cudaStreamSynchronize(stream) != cudaSuccess) return CaseOutcome::fail("the grader's stream failed");
+        if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess)
+            return CaseOutcome::fail("the grader could not begin a capture");
+        LaunchRecording recording;
+        const l9::Status st = table->create(p, &desc);
+        recording.stop();
+        cudaGraph_t graph = nullptr;
+        const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+        size_t nodes = 0;
+        if (graph) {
+            cudaGraphGetNodes(graph, nullptr, &nodes);
+            cudaGraphDestroy(graph);
+        }
+        cudaGetLastError();
+        if (desc) table->destroy(desc);
+        std::string problem;
+        if (st != l9::Status::success)
+            problem = std::string("norm_create refused a valid problem with Status::") + l9::status_name(st) + ". ";
+        if (ended != cudaSuccess)
+            problem += std::string("norm_create broke the grader's graph capture (") + cudaGetErrorName(ended) +
+                       "): it synchronised or used the device, which the contract rules out. ";
+        else if (nodes != 0 || !recording.launches().empty())
+            problem += "norm_create enqueued " + std::to_string(nodes) +
+                       " operation(s) on the stream: it does no device work, the launch does. ";
+        return problem.empty() ? CaseOutcome::pass() : CaseOutcome::fail(problem, FailureCause::launch);
+    };
+    return c;
+}
+
 Case make_error_case(const production::ErrorCase& e, const api::Lesson9* table) {
     Case c;
     c.name = e.name;
@@ -372,7 +638,13 @@ static LessonPlan production_plan(const Submission& student, const Submission& r
     const api::Lesson9* mine = &student.table<api::Lesson9>();
     const api::Lesson9* ref = &reference.table<api::Lesson9>();
     for (const production::ErrorCase& e : production::error_cases()) plan.cases.push_back(make_error_case(e, mine));
-    for (const ProdCase& c : prod_cases()) {
+    plan.cases.push_back(destroy_null_case(mine));
+    plan.cases.push_back(create_in_capture_case(mine));
+    // The freed problem last: a descriptor that reads it at launch reads freed memory, and the
+    // crash that may follow ends the run.
+    std::vector<ProdCase> cases = prod_cases();
+    for (std::vector<ProdCase> more : {layout_cases(), rule_cases()}) cases.insert(cases.end(), more.begin(), more.end());
+    for (const ProdCase& c : cases) {
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
             if (c.f16_only && t != DType::f16) continue;
             const bool large = rows_of(c) * c.cols > (int64_t(1) << 22);
