@@ -31,15 +31,17 @@ Exit status: 0 done, 1 a lesson, mapping or results file is wrong (the message s
 import argparse
 import glob
 import json
-import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contract_tables  # noqa: E402  (beside this file)
+from book_error import BookError  # noqa: E402
+from book_map import lesson_map_block, lesson_map_dot, lesson_map_svg, wrap_label  # noqa: E402,F401
+from book_results import (  # noqa: E402,F401
+    RESULT_KEYS, ROW_KEYS, load_results, md_cell, results_table, targets_block, torch_block)
 
 PLACEHOLDER_MEASURED = re.compile(r"^\s*See docs/results/.*filled in from the GPU run\.?\s*$")
 TITLE = re.compile(r"^# Lesson (\d+) — (.+?)\s*$")
@@ -51,12 +53,6 @@ INLINE_MATH = re.compile(r"\$`([^`]+)`\$")
 # Doxygen 1.9.4 leaves **...** unrendered when the bold text starts with a code span.
 BOLD_CODE_FIRST = re.compile(r"\*\*(`[^`]+`[^*]*?)\*\*")
 MARKER = re.compile(r"^\s*///\s*\[([^\]\n]+)\]\s*$")
-RESULT_KEYS = ("gpu", "driver", "cuda", "date", "commit", "copy_gbps", "rows")
-ROW_KEYS = ("lesson", "shape", "dtype", "reference_gbps", "copy_fraction")
-
-
-class BookError(Exception):
-    """A problem in a lesson, a mapping or a results file; the docs build stops on it."""
 
 
 # ----------------------------------------------------------------------------- lessons
@@ -271,113 +267,6 @@ def check_mapping(root, config, lessons):
         plan_snippets(n, folder, entry, root)
 
 
-# ----------------------------------------------------------------------------- results
-
-def load_results(results_dir):
-    """All docs/results/*.json files, validated, sorted by file name."""
-    results = []
-    if not results_dir or not os.path.isdir(results_dir):
-        return results
-    for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
-        try:
-            data = json.loads(read(path))
-        except ValueError as e:
-            raise BookError(f"{path}: not valid JSON ({e})")
-        missing = [k for k in RESULT_KEYS if k not in data]
-        if missing:
-            raise BookError(f"{path}: missing keys {missing}")
-        if not re.match(r"^\d{4}-\d{2}-\d{2}$", str(data["date"])):
-            raise BookError(f"{path}: date must be YYYY-MM-DD, found {data['date']!r}")
-        for i, row in enumerate(data["rows"]):
-            miss = [k for k in ROW_KEYS if k not in row]
-            if miss:
-                raise BookError(f"{path}: rows[{i}] is missing {miss}")
-            if row["dtype"] not in ("f32", "f16", "bf16"):
-                raise BookError(f"{path}: rows[{i}].dtype must be f32, f16 or bf16")
-            for k in ("reference_gbps", "copy_fraction"):
-                if not isinstance(row[k], (int, float)) or not math.isfinite(row[k]):
-                    raise BookError(f"{path}: rows[{i}].{k} must be a number")
-        data["_slug"] = os.path.splitext(os.path.basename(path))[0]
-        results.append(data)
-    return results
-
-
-def md_cell(text):
-    return str(text).replace("|", "\\|")
-
-
-def torch_block(data, lesson):
-    """The PyTorch side-by-side rows of a results file (bench/torch_compare.py), if it has them."""
-    rows = [g for g in data.get("torch", []) if "vs_compile" in g and (lesson is None or int(g["lesson"]) == lesson)]
-    if not rows:
-        return []
-    table = ["| lesson | shape | dtype | reference GB/s | F.rms_norm GB/s | torch.compile GB/s | vs compile | verdict |",
-             "|---:|---|---|---:|---:|---:|---:|---|"]
-    for g in rows:
-        table.append("| " + " | ".join([str(int(g["lesson"])), md_cell(g["shape"]), md_cell(g["dtype"]),
-                                        f"{g['reference']:.0f}", f"{g.get('eager', 0):.0f}", f"{g['compile']:.0f}",
-                                        f"{g['vs_compile']:.3f}", md_cell(g.get("verdict", ""))]) + " |")
-    return ["Against PyTorch on the same GPU, same tensors, one timer (`bench/torch_compare.py`; "
-            "\"vs compile\" is the reference's speed over `torch.compile`'s, tie = within the noise):",
-            "\n".join(table)]
-
-
-def targets_block(data):
-    """The reference targets a results file checked (scripts/collect-results), if it has them."""
-    found = data.get("targets", [])
-    if not found:
-        return []
-    table = ["| target | met | short of it |", "|---|---:|---|"]
-    for t in found:
-        table.append(f"| {md_cell(t['target'])} | {t['met']} of {t['total']} | "
-                     + md_cell("; ".join(t.get("short", [])) or "–") + " |")
-    return ["The design's targets for the references, checked against this run (rows that miss, worst first):",
-            "\n".join(table)]
-
-
-def results_table(results, lesson=None):
-    """Markdown for the measured tables: one per GPU file that has rows for `lesson` (None: all)."""
-    blocks = []
-    for data in results:
-        rows = [r for r in data["rows"] if lesson is None or int(r["lesson"]) == lesson]
-        if not rows:
-            continue
-        commit = str(data["commit"])[:12]
-        # Results measured before the same-size copy existed have no such column.
-        sized = any(r.get("size_copy_fraction") for r in rows)
-        blocks.append(
-            f"Measured on **{md_cell(data['gpu'])}** (driver {md_cell(data['driver'])}, CUDA {md_cell(data['cuda'])}, "
-            f"{data['date']}, commit `{commit}`). The device's own copy bandwidth, measured in the same run: "
-            f"**{data['copy_gbps']:.0f} GB/s**. Source: `docs/results/{data['_slug']}.json`."
-            + (" \"% of same-size copy\" is against a plain copy kernel moving the row's own bytes, timed the "
-               "same way: below about 256 MiB a copy itself stays well under the large copy's bandwidth (launch, last wave, "
-               "and the write-back of what the L2 clear left dirty)." if sized else ""))
-        head = "| shape | dtype | reference GB/s | % of copy |" + (" % of same-size copy |" if sized else "")
-        rule = "|---|---|---:|---:|" + ("---:|" if sized else "")
-        if lesson is None:
-            head, rule = "| lesson " + head, "|---:" + rule
-        table = [head, rule]
-        for r in rows:
-            cells = [md_cell(r["shape"]), md_cell(r["dtype"]), f"{r['reference_gbps']:.0f}",
-                     f"{100.0 * r['copy_fraction']:.1f} %"]
-            if sized:
-                size = r.get("size_copy_fraction")
-                cells.append(f"{100.0 * size:.1f} %" if isinstance(size, (int, float)) and size > 0 else "–")
-            if lesson is None:
-                cells.insert(0, str(int(r["lesson"])))
-            table.append("| " + " | ".join(cells) + " |")
-        blocks.append("\n".join(table))
-        blocks += torch_block(data, lesson)
-        if lesson is None:
-            blocks += targets_block(data)
-    if not blocks:
-        where = f"lesson {lesson}" if lesson is not None else "any lesson"
-        return (f"**Not measured yet.** No file in `docs/results/` has rows for {where} so far. "
-                "`scripts/gpu-check` measures the reference solutions on a GPU (`make bench`); "
-                "the table appears here once its results are committed.")
-    return "\n\n".join(blocks)
-
-
 # ----------------------------------------------------------------------------- pages
 
 def nav_line(n, lessons, titles):
@@ -452,77 +341,6 @@ def hints_page(n, title, path, ctx):
            f"`./grade lesson{n} --hint` shows them one at a time.", ""]
     out += convert_markdown(lines, ctx)
     return "\n".join(out) + "\n"
-
-
-def wrap_label(text, width=22):
-    """A node label broken into lines of about `width` characters (graphviz's \\n)."""
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    if line:
-        lines.append(line)
-    return "\\n".join(lines)
-
-
-def lesson_map_dot(lessons, titles, config, html_links=False):
-    """The lesson map in graphviz: top to bottom, so it fits a text column and scales with it. Its links
-    are Doxygen references, or, for the SVG inlined in the main page (html_links), the pages' own files."""
-    out = ["// Generated by docs/build_pages.py from the lessons present and docs/book.json ('after').",
-           "digraph lesson_map {", "  rankdir=TB;", '  bgcolor="transparent";', "  nodesep=0.25;", "  ranksep=0.35;",
-           '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", color="#4a6fa5", '
-           'fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
-           '  edge [color="#4a6fa5", arrowsize=0.7];']
-    for n in sorted(lessons):
-        label = f"Lesson {n}\\n{wrap_label(titles[n])}".replace('"', "'")
-        url = f"lesson{n}.html" if html_links else f"\\ref lesson{n}"
-        cpu = ', fillcolor="#fbe9d8", color="#b5651d"' if n == 1 else ""
-        title = f"Lesson {n}: {titles[n]}".replace('"', "'")
-        out.append(f'  l{n} [id="lesson-map-l{n}", label="{label}", URL="{url}", tooltip="{title}"{cpu}];')
-    for n in sorted(lessons):
-        for p in config["lessons"].get(str(n), {}).get("after", []):
-            if p in lessons:
-                out.append(f"  l{p} -> l{n};")
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
-def lesson_map_svg(dot_text, dot_exe):
-    """The map drawn by graphviz as an SVG to inline in the page: no fixed size, only its viewBox, so it
-    takes the width of the text column (never more than its natural size) and keeps its proportions."""
-    try:
-        proc = subprocess.run([dot_exe, "-Tsvg"], input=dot_text, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    except OSError as e:
-        raise BookError(f"cannot run graphviz dot ({dot_exe}): {e.strerror}")
-    if proc.returncode != 0:
-        raise BookError(f"graphviz dot failed on the lesson map:\n{proc.stderr}")
-    svg = proc.stdout[proc.stdout.index("<svg"):]
-    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
-    m = re.match(r"<svg\b([^>]*)>", svg)
-    attrs = m.group(1)
-    size = re.search(r'\bwidth="([\d.]+)pt"', attrs)
-    view = re.search(r'\bviewBox="([^"]+)"', attrs)
-    if not size or not view:
-        raise BookError("graphviz dot drew the lesson map without a width and a viewBox")
-    natural = float(size.group(1)) * 4 / 3  # points to CSS pixels
-    keep = " ".join(re.findall(r'\bxmlns(?::\w+)?="[^"]*"', attrs))
-    head = (f'<svg {keep} class="lesson-map" width="100%" viewBox="{view.group(1)}" preserveAspectRatio="xMidYMin meet" '
-            f'style="max-width: {natural:.0f}px; height: auto;" role="img" '
-            'aria-label="The lessons and what each builds on">')
-    body = svg[m.end():]
-    # One element per line and no indentation: Doxygen passes the block through as it is.
-    lines = [l.strip() for l in (head + body).splitlines() if l.strip()]
-    return "\n".join(lines) + "\n"
-
-
-def lesson_map_block(svg):
-    return ("\\htmlonly[block]\n<div class=\"lesson-map\">\n" + svg +
-            "</div>\n<div class=\"lesson-map-caption\">The lessons and what each builds on; click one to open it.</div>\n"
-            "\\endhtmlonly")
 
 
 def main_page(template, lessons, titles, config, ctx, dot_exe=None):
