@@ -9,7 +9,7 @@ only the book needs:
     and bottom, and a table of contents;
   * the lesson's graphviz diagrams (``\\dotfile``) under its ASCII diagram;
   * a section "The reference code" with ``\\snippet`` blocks cut from the compiled
-    solution, by the tags listed in docs/book.json (a tag that is not in the file is an
+    solution, by the tags listed in its manifest's book entry (a tag that is not in the file is an
     error, so the pages cannot drift from the code);
   * the measured reference bandwidth table from docs/results/*.json, or "Not measured yet";
   * ```` ```math ```` blocks and ``$`...`$`` spans (GitHub's math syntax) as Doxygen
@@ -228,7 +228,7 @@ def caption_from_tag(tag):
 def plan_snippets(n, folder, entry, root):
     solution = entry.get("solution")
     if not solution:
-        raise BookError(f"docs/book.json: lesson {n} names no solution file")
+        raise BookError(f"lessons/{folder}/lesson.json: lesson {n}'s book entry names no solution file")
     rel = f"{folder}/{solution}"
     path = os.path.join(root, "solutions", folder, solution)
     if not os.path.isfile(path):
@@ -245,7 +245,7 @@ def plan_snippets(n, folder, entry, root):
     for item in wanted:
         tag = item["tag"]
         if tag not in tags:
-            raise BookError(f"docs/book.json: lesson {n} shows snippet [{tag}] but solutions/{rel} has no "
+            raise BookError(f"lessons/{folder}/lesson.json: lesson {n} shows snippet [{tag}] but solutions/{rel} has no "
                             f"region with that tag (it has: {', '.join(tags) or 'none'})")
         body = [l for l in region_text(path, tag) if l.strip()]
         if not body:
@@ -254,6 +254,20 @@ def plan_snippets(n, folder, entry, root):
                     "caption": item.get("caption") or caption_from_tag(tag), "lines": body})
     documented = re.search(r"[@\\]file\b", read(path)) is not None
     return solution, rel, out, documented
+
+
+def manifest_entries(root):
+    """Each lesson's book entry (solution file, snippets, diagrams): the `book` key of its manifest,
+    lessons/NN-slug/lesson.json, so a new lesson needs no edit outside its folders."""
+    entries = {}
+    for path in sorted(glob.glob(os.path.join(root, "lessons", "[0-9][0-9]-*", "lesson.json"))):
+        try:
+            manifest = json.loads(read(path))
+        except ValueError as e:
+            raise BookError(f"{path}: not valid JSON ({e})")
+        if "book" in manifest:
+            entries[str(int(os.path.basename(os.path.dirname(path))[:2]))] = manifest["book"]
+    return entries
 
 
 def check_mapping(root, config, lessons):
@@ -375,6 +389,7 @@ def namespaces_dox(lessons, titles):
 
 def build(root, out_dir, config_path, results_dir, dot_exe=None):
     config = json.loads(read(config_path))
+    config.setdefault("lessons", {}).update(manifest_entries(root))
     required = config["required_headings"]
     lessons = find_lessons(root)
     titles, parsed = {}, {}
@@ -404,11 +419,11 @@ def build(root, out_dir, config_path, results_dir, dot_exe=None):
         folder, readme = lessons[n]
         entry = config["lessons"].get(str(n))
         if entry is None:
-            raise BookError(f"docs/book.json has no entry for lesson {n} ({folder}): name its solution file, "
-                            "snippets and diagrams there")
+            raise BookError(f"lessons/{folder}/lesson.json has no \"book\" entry: name the lesson's solution file, "
+                            "snippets and diagrams there (another lesson's manifest shows how)")
         for d in entry.get("diagrams", []):
             if not os.path.isfile(os.path.join(diagrams_dir, d["file"])):
-                raise BookError(f"docs/book.json: lesson {n} draws docs/diagrams/{d['file']}, which does not exist")
+                raise BookError(f"lessons/{folder}/lesson.json: lesson {n} draws docs/diagrams/{d['file']}, which does not exist")
         solution, rel, snippets, documented = plan_snippets(n, folder, entry, root)
         hints = os.path.join(root, "lessons", folder, "hints.md")
         ctx = {"root": root, "dir": os.path.dirname(readme), "source": readme, "pages_by_path": pages_by_path,

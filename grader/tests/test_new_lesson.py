@@ -69,6 +69,14 @@ class NewLessonTests(unittest.TestCase):
         self.assertIn("lesson12", text)
         self.assertNotIn("lesson2 ", text.replace("lesson2:", "lesson2 "))
 
+    def test_the_book_has_a_page_for_the_copy(self):
+        """The book's entry lives in the manifest: the page generator needs no edit for a new lesson."""
+        self.assertEqual(self.result.returncode, 0, self.result.stdout)
+        out = os.path.join(self.tmp, "pages")
+        pages = run([sys.executable, "docs/build_pages.py", "--root", self.tree, "--out", out], self.tree)
+        self.assertEqual(pages.returncode, 0, pages.stdout)
+        self.assertTrue(os.path.isfile(os.path.join(out, "pages", "lesson12.md")), pages.stdout)
+
     def test_refusals_name_the_problem(self):
         taken = run([sys.executable, "scripts/new-lesson", "3", "again", "--from", "2"], self.tree)
         self.assertEqual(taken.returncode, 64)
