@@ -607,20 +607,24 @@ class RobustnessTests(InterviewCase):
 class LessonFilesTests(unittest.TestCase):
     """Every lesson's interview.md: real case names, existing stage lessons, enough questions."""
 
-    def grader_case_names(self):
-        text = ""
-        for folder, _, names in os.walk(os.path.join(ROOT, "grader", "lessons")):
-            for name in names:
-                if name.endswith((".cu", ".cpp", ".h")):  # lesson 9's descriptor cases live in a header
-                    with open(os.path.join(folder, name), encoding="utf-8") as f:
-                        text += f.read()
-        return set(re.findall(r'\{"([a-z0-9_]+)"', text))
+    def grader_case_names(self, lesson):
+        """The lesson's case names as the built grader lists them (--list-cases: many names are generated
+        from tables); None where the grader or the reference is not built."""
+        import test_contract_rules as rules  # beside this file: finds the built grader and references
+
+        binary = rules.grader_for(lesson.number)
+        if not binary or not os.path.exists(rules.reference_library(lesson.number)):
+            return None
+        return set(rules.list_cases(binary, lesson.number))
 
     def test_every_lesson_has_an_interview(self):
-        names = self.grader_case_names()
+        unbuilt = []
         for lesson in all_lessons():
             plan = interview_content.plan(lesson)
-            for case in plan.check_cases:
+            names = self.grader_case_names(lesson)
+            if names is None:
+                unbuilt.append(lesson.name)
+            for case in plan.check_cases if names is not None else []:
                 self.assertTrue(any(case in n for n in names), f"{lesson.name}: no grader case matches '{case}'")
             for stage in plan.stages:
                 self.assertNotEqual(stage.lesson, lesson.name)
@@ -634,6 +638,9 @@ class LessonFilesTests(unittest.TestCase):
                 for name in interview_content.PLACEHOLDER.findall(q.text + q.model):
                     self.assertIn(name, interview_content.PLACEHOLDERS, f"{lesson.name}: {{{name}}} in {q.text}")
         self.assertTrue(any(interview_content.plan(l).stages for l in all_lessons() if l.number == 4))
+        if unbuilt:
+            self.skipTest(f"the interviews' case names were not checked for {', '.join(unbuilt)}: the grader "
+                          "and the references are not built (WORKBOOK_BUILD_DIR)")
 
     def test_the_opening_paragraph_is_prose_not_half_a_code_block(self):
         """The prompt's first paragraph comes from 'What you build'; a blank line inside a code block
