@@ -14,20 +14,26 @@ thread_local EMU_FAST_TLS std::vector<ShadowWord> tls_shadow;
 
 namespace {
 
-std::string warp_text(int gwarp, const UnitState& u) {
-    const int rank = gwarp / 32, warp = gwarp % 32;
-    std::string s = "warp " + std::to_string(warp);
-    if (u.blocks.size() > 1) s += " of cluster block " + std::to_string(rank);
-    return s;
+/// "warp 1 lane 0 (thread (32,0,0))", and in a cluster the block too: the one thread an access
+/// was made by, so both parties of a race can be found in the kernel.
+std::string party_text(const AccessTag& a, const UnitState& u) {
+    const int rank = a.warp / 32, warp = a.warp % 32;
+    const BlockState& b = u.blocks[rank];
+    const std::size_t linear = static_cast<std::size_t>(warp) * 32 + static_cast<std::size_t>(a.lane);
+    std::string s = "warp " + std::to_string(warp) + " lane " + std::to_string(a.lane);
+    if (linear < b.threads.size()) s += " (thread " + dim_text(b.threads[linear]->idx);
+    else s += " (thread ?";
+    if (u.blocks.size() > 1) s += " of block " + dim_text(b.idx) + ", cluster block " + std::to_string(rank);
+    return s + ")";
 }
 
 [[noreturn]] void report_race(const UnitState& u, std::size_t word, int rank, const char* first_kind,
-                              const AccessTag& first, const char* second_kind, int second_warp, const void* second_pc) {
+                              const AccessTag& first, const char* second_kind, const AccessTag& second) {
     std::ostringstream o;
-    const bool across = first.warp / 32 != second_warp / 32;
+    const bool across = first.warp / 32 != second.warp / 32;
     o << "shared-memory race on the 4-byte word at offset " << (word * 4) % u.arena_stride << " of block "
-      << dim_text(u.blocks[rank].idx) << "'s shared memory: " << warp_text(first.warp, u) << " " << first_kind << " it"
-      << at_line(first.pc) << ", then " << warp_text(second_warp, u) << " " << second_kind << " it" << at_line(second_pc)
+      << dim_text(u.blocks[rank].idx) << "'s shared memory: " << party_text(first, u) << " " << first_kind << " it"
+      << at_line(first.pc) << ", then " << party_text(second, u) << " " << second_kind << " it" << at_line(second.pc)
       << (across ? " with no cluster barrier (cluster.sync(), or barrier_arrive then barrier_wait) between them"
                  : " with no __syncthreads() between them");
     raise_fault(cudaErrorEmulatorSharedMemoryRace, o.str());
@@ -59,18 +65,23 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
     // Other blocks see this access ordered once a phase completes that this thread arrives at
     // after it: the open phase, or the one after when it has arrived at the open one already.
     const uint64_t release = u.cluster_phase + ((t.arrived && t.arrival_done == 0) ? 2 : 1);
-    const AccessTag now{epoch, release, pc, gwarp};
+    const AccessTag now{epoch, release, pc, gwarp, t.lane};
     for (std::size_t w = first; w <= last; ++w) {
         ShadowWord& s = tls_shadow[w];
         if (write) {
-            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "wrote", gwarp, pc);
-            if (!ordered(s.read, t, gwarp, epoch) || (s.read_multi && s.read.warp != -1 &&
-                                                      !(s.read.warp / 32 == t.rank && s.read.epoch != epoch) &&
-                                                      t.cluster_view < s.read.release))
-                report_race(u, w, rank, "read", s.read, "wrote", gwarp, pc);
+            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "wrote", now);
+            if (!ordered(s.read, t, gwarp, epoch)) report_race(u, w, rank, "read", s.read, "wrote", now);
+            if (s.read_multi && s.read.warp != -1 && !(s.read.warp / 32 == t.rank && s.read.epoch != epoch) &&
+                t.cluster_view < s.read.release)
+                // Several warps read it since the last barrier: name one that is not this one
+                // (`read` may be this warp's own read, which comes before its write).
+                report_race(u, w, rank, "read",
+                            s.read.warp != gwarp ? s.read
+                                                 : AccessTag{0, 0, s.other_read.pc, s.other_read.warp, s.other_read.lane},
+                            "wrote", now);
             s.write = now;
         } else {
-            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", gwarp, pc);
+            if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", now);
             // Reads made together with the last one (read_multi) are ordered before this read
             // when the last one would be, whichever warp makes this one: then they are history.
             // (A stale flag kept when the same warp reads again would make its next write look
@@ -84,6 +95,7 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
                 s.read = now;
             } else {
                 s.read_multi = true;
+                s.other_read = AccessName{pc, gwarp, t.lane};
             }
         }
     }

@@ -97,18 +97,27 @@ struct UnitState {
     std::vector<std::pair<const void*, std::size_t>> slot_cache;
 };
 
-/// One access as the race detector remembers it: the warp (rank * 32 + warp in the unit), its
+/// One access as the race detector remembers it: the warp (rank * 32 + warp in the unit) and lane, its
 /// block's barrier epoch then, and the cluster phase from which on other blocks see it ordered.
 struct AccessTag {
     uint64_t epoch = 0, release = 0;
     const void* pc = nullptr;
     int warp = -1;
+    int lane = 0;
+};
+
+/// Who made an access and where, without its ordering: enough to name it in a report.
+struct AccessName {
+    const void* pc = nullptr;
+    int warp = -1, lane = 0;
 };
 
 /// Race-detector shadow of one 4-byte shared-memory word: the last write, and a read not yet
-/// ordered before the next access (`read_multi`: more than one warp read it unordered).
+/// ordered before the next access (`read_multi`: more than one warp read it unordered;
+/// `other_read`: the latest of those reads by a warp other than `read`'s, to name in a report).
 struct ShadowWord {
     AccessTag write, read;
+    AccessName other_read;
     bool read_multi = false;
 };
 

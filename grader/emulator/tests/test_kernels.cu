@@ -2,6 +2,7 @@
 /// @brief The emulator's semantics, checked with kernels compiled the way submissions are:
 ///        shuffles against hand-computed results, barriers, races, launch errors, memory faults.
 #include <cmath>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,49 @@ TEST_F(Emulator, TheBarrierRemovesTheRace) {
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     }
     EXPECT_EQ(out.get()[1], 1.0f);
+}
+
+/// One block per row, rows strided, two warps: the block sum without its second barrier, so
+/// the next row's write of partials[0] (warp 0) can overtake warp 1's read of this row's.
+constexpr int kSecondBarrierWriteLine = __LINE__ + 7;
+constexpr int kSecondBarrierReadLine = __LINE__ + 8;
+__global__ void missing_second_barrier_kernel(float* out, int rows) {
+    __shared__ float partials[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int row = 0; row < rows; ++row) {
+        float v = static_cast<float>(row + lane);
+        if (lane == 0) partials[warp] = v;
+        __syncthreads();
+        float total = lane < 2 ? partials[lane] : 0.0f;
+        for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
+        out[row * 64 + threadIdx.x] = total;  // no __syncthreads() here
+    }
+}
+
+TEST_F(Emulator, ARaceNamesTheOtherWarpAsTheReader) {
+    // Both warps read partials[0] and partials[1]; the first warp on to the next row writes its
+    // slot while the other warp's read of it is unordered with the write: the reader to name is
+    // that other warp, not the writer, whose own read of the slot comes before its write.
+    Buffer<float> out(2 * 64);
+    missing_second_barrier_kernel<<<1, 64>>>(out.d, 2);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorEmulatorSharedMemoryRace) << explain(e);
+    const std::string text = cudaGetErrorString(e);
+    const std::string read = "test_kernels.cu:" + std::to_string(kSecondBarrierReadLine);
+    const std::string write = "test_kernels.cu:" + std::to_string(kSecondBarrierWriteLine);
+    // Whichever warp the scheduler runs first, the two parties are two different warps, each
+    // named with its lane and thread index: the reader of partials[i] is lane i of its warp.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("warp ([01]) lane ([01]) \\(thread \\(([0-9]+),0,0\\)\\) read it at " +
+                                                      read + ", then warp ([01]) lane 0 \\(thread \\(([0-9]+),0,0\\)\\) wrote it at " +
+                                                      write)))
+        << text;
+    const int reader = std::stoi(m[1]), writer = std::stoi(m[4]);
+    EXPECT_NE(reader, writer) << text;
+    EXPECT_EQ(std::stoi(m[3]), reader * 32 + std::stoi(m[2])) << text;
+    EXPECT_EQ(std::stoi(m[5]), writer * 32) << text;
+    EXPECT_EQ(std::stoi(m[2]), writer) << text;  // the word is partials[writer]
+    EXPECT_NE(text.find("no __syncthreads() between"), std::string::npos) << text;
 }
 
 __global__ void dynamic_shared_kernel(float* out, int n) {
