@@ -36,13 +36,14 @@ struct Args {
     std::string student, reference, source_name, json, filter;
     uint64_t seed = 0;
     bool seed_given = false, untouched_stub = false;
+    bool fail_fast = false;   ///< --fail-fast: stop at the first failing case
     bool list_cases = false;  ///< --list-cases: print the plan's case names and run nothing
     double watchdog = 20;
 };
 
 const char* kUsageText =
     "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
-    "                     [--cases TEXT[,TEXT...]] [--watchdog SECONDS] [--untouched-stub]\n"
+    "                     [--cases TEXT[,TEXT...]] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
     "       wb-grader-emu --list-cases --lesson N --student LIB.so [--reference LIB.so]\n"
     "                     (prints the name of every case of the lesson's plan as the GPU grader builds it,\n"
     "                     one a line; runs nothing)\n"
@@ -62,6 +63,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
         else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
         else if (arg == "--untouched-stub") a.untouched_stub = true;
+        else if (arg == "--fail-fast") a.fail_fast = true;
         else if (arg == "--watchdog") { if (!(v = value("seconds"))) return false; a.watchdog = std::atof(v); }
         else if (arg == "--seed") { if (!options.seed(a.seed, error)) return false; a.seed_given = true; }
         else if (arg == "--help" || arg == "-h") { std::cout << kUsageText; std::exit(0); }
@@ -184,7 +186,9 @@ int grade(const Args& args) {
         for (const Case& c : plan.cases) selected += case_selected(args.filter, c.name);
         std::printf("\ncorrectness: %zu case(s), drawn from the seed\n", selected);
         std::fflush(stdout);
-        const std::string fatal = run_cases(plan, report.seed, args.filter, false, report);
+        RunOptions run;
+        run.fail_fast = args.fail_fast;
+        const std::string fatal = run_cases(plan, report.seed, args.filter, run, report);
         for (const CaseResult& c : not_run) {
             std::printf("  ----  %s  (not run on the CPU emulator: too large)\n", c.name.c_str());
             report.cases.push_back(c);
@@ -195,10 +199,12 @@ int grade(const Args& args) {
             std::printf("%s\n", report.reason.c_str());
             return finish(report, args, kUsage);
         }
+        const size_t left_out = fail_fast_not_run(report);
         size_t failed = 0, ran = 0;
         const CaseResult* first = nullptr;
         for (const CaseResult& c : report.cases) {
             if (c.skipped && c.detail.rfind("not run on the CPU emulator", 0) == 0) continue;
+            if (c.skipped && c.detail == kFailFastNotRun) continue;
             ++ran;
             if (!c.passed) {
                 ++failed;
@@ -209,7 +215,9 @@ int grade(const Args& args) {
         if (failed) {
             report.verdict = "fail-correctness";
             report.reason = !fatal.empty() ? fatal : first->name + ": " + first->detail;
-            std::printf("\n%zu of %zu case(s) failed (%s).\n", failed, ran, kLabel);
+            std::printf("\n%zu of %zu case(s) failed (%s)", failed, ran, kLabel);
+            if (left_out) std::printf("; %zu not run (--fail-fast)", left_out);
+            std::printf(".\n");
             const std::string stub = stub_notice(report.cases, args.untouched_stub);
             if (!stub.empty()) {
                 report.still_stub = true;

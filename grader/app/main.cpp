@@ -40,6 +40,7 @@ struct Args {
     std::string profile_side, profile_shape, profile_info;  ///< --profile-side student|reference: profile mode
     uint64_t seed = 0;
     bool seed_given = false, bench = true, full_bench = false, small = false, untouched_stub = false;
+    bool fail_fast = false;   ///< --fail-fast: stop at the first failing case
     bool list_cases = false;  ///< --list-cases: print the plan's case names and run nothing
     int samples = 15;
     double watchdog = 30;
@@ -50,7 +51,7 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases TEXT[,TEXT...]] [--small] [--watchdog SECONDS] [--untouched-stub]\n"
+    "                 [--cases TEXT[,TEXT...]] [--small] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
     "       wb-grader --lesson N --student LIB.so --reference LIB.so --profile-side student|reference\n"
     "                 [--profile-shape SHAPE[/DTYPE]] --profile-info FILE   (one launch, for Nsight Compute)\n"
     "       wb-grader --lesson N --remote-student FD [--reference LIB.so] [options above]\n"
@@ -80,6 +81,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--no-bench") a.bench = false;
         else if (arg == "--full-bench") a.full_bench = true;
         else if (arg == "--small") a.small = true;
+        else if (arg == "--fail-fast") a.fail_fast = true;
         else if (arg == "--untouched-stub") a.untouched_stub = true;
         else if (arg == "--list-cases") a.list_cases = true;
         else if (arg == "--profile-side") { if (!(v = value("student or reference"))) return false; a.profile_side = v; }
@@ -317,7 +319,10 @@ int grade(const Args& args) {
         for (const Case& c : plan.cases) selected += (!args.small || !c.large) && case_selected(args.filter, c.name);
         std::printf("\ncorrectness: %zu case(s), each repetition on new inputs drawn from the seed\n", selected);
         std::fflush(stdout);
-        const std::string fatal = run_cases(plan, report.seed, args.filter, args.small, report);
+        RunOptions run;
+        run.small_only = args.small;
+        run.fail_fast = args.fail_fast;
+        const std::string fatal = run_cases(plan, report.seed, args.filter, run, report);
         if (report.cases.empty()) {
             report.verdict = "fail-correctness";
             report.reason = "no case matches --cases " + args.filter;
@@ -325,9 +330,12 @@ int grade(const Args& args) {
             return finish(report, args, kUsage);
         }
         // Cases skipped after the device became unusable were not run: they count neither as failed nor as run.
+        // Nor do the cases --fail-fast left out after a failure.
+        const size_t left_out = fail_fast_not_run(report);
         size_t failed = 0, not_run = 0;
         const CaseResult* first = nullptr;
         for (const CaseResult& c : report.cases) {
+            if (c.skipped && c.detail == kFailFastNotRun) continue;
             if (c.skipped) {
                 ++not_run;
                 continue;
@@ -341,7 +349,8 @@ int grade(const Args& args) {
         if (failed || not_run) {
             report.verdict = "fail-correctness";
             report.reason = !fatal.empty() ? fatal : first ? first->name + ": " + first->detail : "no case could run";
-            std::printf("\n%zu of %zu case(s) failed", failed, report.cases.size() - not_run);
+            std::printf("\n%zu of %zu case(s) failed", failed, report.cases.size() - not_run - left_out);
+            if (left_out) std::printf("; %zu not run (--fail-fast)", left_out);
             if (not_run) std::printf("; %zu not run (the device was unusable after the failure above)", not_run);
             std::printf(".%s\n", has_gate ? " The gate runs once every case passes." : "");
             const std::string stub = stub_notice(report.cases, args.untouched_stub);

@@ -16,6 +16,8 @@ namespace workbook {
 namespace {
 
 std::string g_fatal;  ///< set once the device is unusable; later cases are skipped
+bool g_fail_fast = false;  ///< --fail-fast: later cases are skipped once one has failed
+bool g_failed = false;     ///< a case has failed
 
 class CaseTest : public testing::Test {
 public:
@@ -24,6 +26,11 @@ public:
         if (!g_fatal.empty()) {
             result_.skipped = true;
             result_.detail = "not run: the device became unusable in an earlier case";
+            GTEST_SKIP() << result_.detail;
+        }
+        if (g_fail_fast && g_failed) {
+            result_.skipped = true;
+            result_.detail = kFailFastNotRun;
             GTEST_SKIP() << result_.detail;
         }
         for (int rep = 0; rep < case_.repeats; ++rep) {
@@ -43,6 +50,7 @@ public:
                 if (case_.repeats > 1)
                     result_.detail += " (repetition " + std::to_string(rep + 1) + " of " +
                                       std::to_string(case_.repeats) + ")";
+                g_failed = true;
                 ADD_FAILURE() << result_.detail;
                 return;
             }
@@ -64,6 +72,7 @@ public:
     void OnTestEnd(const testing::TestInfo& info) override {
         for (const CaseResult& c : report_.cases) {
             if (c.name != info.name()) continue;
+            if (c.skipped && c.detail == kFailFastNotRun) continue;  // counted once at the end
             if (c.skipped) std::printf("  SKIP  %s\n", c.name.c_str());
             else if (c.passed) std::printf("  pass  %s\n", c.name.c_str());
             else if (printed_.insert(failure_key(c)).second)
@@ -79,6 +88,12 @@ private:
 
 }  // namespace
 
+size_t fail_fast_not_run(const RunReport& report) {
+    size_t n = 0;
+    for (const CaseResult& c : report.cases) n += c.skipped && c.detail == kFailFastNotRun;
+    return n;
+}
+
 bool case_selected(const std::string& filter, const std::string& name) {
     if (filter.empty()) return true;
     size_t start = 0;
@@ -91,11 +106,22 @@ bool case_selected(const std::string& filter, const std::string& name) {
     return false;
 }
 
-std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, bool small_only,
+std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& filter, const RunOptions& options,
                       RunReport& report) {
+    g_fail_fast = options.fail_fast;
+    g_failed = false;
+    std::vector<const Case*> order;
+    for (const Case& c : plan.cases) order.push_back(&c);
+    if (options.fail_fast) {
+        // Cheap cases first, so a wrong kernel is usually stopped by a small one. Each case's inputs
+        // come from its name, not its place, so the order changes no case's data.
+        std::stable_sort(order.begin(), order.end(),
+                         [](const Case* a, const Case* b) { return a->elements < b->elements; });
+    }
     report.cases.reserve(plan.cases.size());
-    for (const Case& c : plan.cases) {
-        if (small_only && c.large) continue;
+    for (const Case* kase_in_order : order) {
+        const Case& c = *kase_in_order;
+        if (options.small_only && c.large) continue;
         if (!case_selected(filter, c.name)) continue;
         report.cases.push_back(CaseResult{c.name, c.what, false, false, ""});
         CaseResult* result = &report.cases.back();
@@ -118,6 +144,8 @@ std::string run_cases(const LessonPlan& plan, uint64_t seed, const std::string& 
         const std::string line = repeated_failure_line(g);
         if (!line.empty()) std::printf("  FAIL  %s\n", line.c_str());
     }
+    const size_t left_out = fail_fast_not_run(report);
+    if (left_out) std::printf("  ----  %zu more case(s) not run: --fail-fast stops at the first failing case\n", left_out);
     std::fflush(stdout);
     return g_fatal;
 }

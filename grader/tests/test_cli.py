@@ -160,6 +160,31 @@ class LessonOneTests(GradeTestCase):
         self.assertGreaterEqual(len(report["cases"]), 10)
         self.assertTrue(all(c["passed"] for c in report["cases"]))
 
+    def test_fail_fast_stops_at_the_first_failing_case(self):
+        """--fail-fast: one failing case decides the verdict; the others are listed as not run."""
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        bad = text.replace("1.0f / std::sqrt(sum / static_cast<float>(cols) + eps)",
+                           "1.0f / (std::sqrt(sum / static_cast<float>(cols)) + eps)")
+        self.assertNotEqual(bad, text)
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson1", "--source", self.write("eps.cpp", bad), "--fail-fast", "--json", path)
+        self.assertEqual(code, 1, out)
+        self.assertIn("not run (--fail-fast)", out)
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        self.assertEqual(report["verdict"], "fail-correctness")
+        failed = [c for c in report["cases"] if not c["passed"] and not c["skipped"]]
+        left_out = [c for c in report["cases"] if c["skipped"]]
+        self.assertEqual(len(failed), 1, report["cases"])
+        self.assertGreater(len(left_out), 0)
+        self.assertTrue(all("--fail-fast" in c["detail"] for c in left_out), left_out)
+        # Without it every case runs: the same file fails more than one.
+        code, out = self.grade("lesson1", "--source", self.write("eps.cpp", bad), "--json", path)
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        self.assertFalse(any(c["skipped"] for c in report["cases"]))
+
     def test_seed_reproduces_the_inputs(self):
         # A copy instead of a norm: wrong everywhere, so the first wrong element's values are printed.
         src = self.write("copy.cpp", "#include <cstdint>\nnamespace workbook::lesson1 {\n"
@@ -245,6 +270,20 @@ class NoGpuTests(GradeTestCase):
         self.assertEqual(report["gpu"], "CPU emulator")
         skipped = [c["name"] for c in report["cases"] if c["skipped"]]
         self.assertEqual(skipped, ["past_2pow31_elements"])
+
+    def test_fail_fast_on_the_cpu_emulator_runs_small_cases_first(self):
+        """The emulated grader's --fail-fast: the stub fails its first case, which is one of the smallest."""
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson3", "--fail-fast", "--json", path)
+        self.assertEqual(code, 1, out)
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+        ran = [c for c in report["cases"] if not c["skipped"]]
+        self.assertEqual(len(ran), 1, ran)
+        self.assertFalse(ran[0]["passed"])
+        self.assertEqual(report["cases"][0]["name"], ran[0]["name"])  # it ran first
+        self.assertNotIn(ran[0]["name"], ("past_2pow31_elements", "many_rows_gt_65535"))
+        self.assertIn("not run (--fail-fast)", out)
 
     def test_solution_passes_on_the_cpu_emulator(self):
         solution = os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu")

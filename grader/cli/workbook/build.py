@@ -136,7 +136,7 @@ def compile_source(lesson, source):
 
 
 def grader_command(lesson, lib, source_name, seed=None, json_path=None, cases=None, samples=None,
-                   no_bench=False, full_bench=False, untouched_stub=False):
+                   no_bench=False, full_bench=False, untouched_stub=False, fail_fast=False):
     """The grader's command line for one compiled submission.
 
     `WORKBOOK_GRADER` names another grader program to run instead of the built one (the interview
@@ -158,5 +158,7 @@ def grader_command(lesson, lib, source_name, seed=None, json_path=None, cases=No
         cmd.append("--no-bench")
     if full_bench:
         cmd.append("--full-bench")
+    if fail_fast:
+        cmd.append("--fail-fast")
     return cmd
 

@@ -59,13 +59,8 @@ def _config():
                          "(Debian: apt install libboost-context-dev), then run make again")
 
 
-def compile_for_emulator(lesson, source, shown):
-    """Compiles `source` for the emulator into a library cached by content; returns its path."""
-    if not os.path.isfile(source):
-        raise UsageError(f"no such file: {source}. Give the path of a .cu file.")
-    cfg = _config()
-    with open(source, "rb") as f:
-        content = f.read()
+def _library_key(lesson, cfg, content):
+    """The cache key of a library compiled from `content`: the file, the emulator's tools and headers, the settings."""
     tool_bytes = b""
     # The emulator's own headers (cuda_runtime.h, cooperative_groups.h, cub/...) and the contract's
     # are compiled into the library too: a change to any of them makes a new one.
@@ -75,7 +70,33 @@ def compile_for_emulator(lesson, source, shown):
         with open(path, "rb") as f:
             tool_bytes += hashlib.sha256(f.read()).digest()
     settings = (str(lesson.number) + cfg["kernel_flags"] + cfg["cxx"]).encode()
-    key = hashlib.sha256(content + tool_bytes + settings).hexdigest()[:16]
+    return hashlib.sha256(content + tool_bytes + settings).hexdigest()[:16]
+
+
+def _rewrite(cfg, copy, shown):
+    """Rewrites the copy of a submission for g++ (emu_rewrite.py); returns the rewritten file's path."""
+    rewritten = copy + ".cpp"
+    rewrite = subprocess.run([cfg["python"], cfg["rewrite"], copy, rewritten, "--display-name", shown],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if rewrite.returncode != 0:
+        raise BuildError(f"{shown} could not be prepared for the CPU emulator", rewrite.stdout)
+    return rewritten
+
+
+def _compile_command(lesson, cfg, rewritten, *out):
+    flags = [f for f in cfg["kernel_flags"].split(";") if f]
+    return [cfg["cxx"], "-std=c++17", "-fPIC", "-fvisibility=hidden", *flags,
+            "-I", cfg["emulator_include"], *recipe.flags(lesson, rewritten), "-x", "c++", "-c", cfg["adapter"], *out]
+
+
+def compile_for_emulator(lesson, source, shown):
+    """Compiles `source` for the emulator into a library cached by content; returns its path."""
+    if not os.path.isfile(source):
+        raise UsageError(f"no such file: {source}. Give the path of a .cu file.")
+    cfg = _config()
+    with open(source, "rb") as f:
+        content = f.read()
+    key = _library_key(lesson, cfg, content)
     out_dir = os.path.join(BUILD_DIR, "emulated")
     os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, f"{lesson.name}-{key}.so")
@@ -84,17 +105,10 @@ def compile_for_emulator(lesson, source, shown):
     copy = os.path.join(out_dir, f"{lesson.name}-{key}.cu")
     with open(copy, "wb") as f:
         f.write(content)
-    rewritten = copy + ".cpp"
-    rewrite = subprocess.run([cfg["python"], cfg["rewrite"], copy, rewritten, "--display-name", shown],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if rewrite.returncode != 0:
-        raise BuildError(f"{shown} could not be prepared for the CPU emulator", rewrite.stdout)
+    rewritten = _rewrite(cfg, copy, shown)
     obj = lib + ".o"
-    flags = [f for f in cfg["kernel_flags"].split(";") if f]
-    compile_cmd = [cfg["cxx"], "-std=c++17", "-fPIC", "-fvisibility=hidden", *flags,
-                   "-I", cfg["emulator_include"], *recipe.flags(lesson, rewritten), "-x", "c++", "-c", cfg["adapter"],
-                   "-o", obj]
-    proc = subprocess.run(compile_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(_compile_command(lesson, cfg, rewritten, "-o", obj), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         raise BuildError(f"{shown} did not compile for the CPU emulator", proc.stdout.replace(copy, shown))
     runtime_dir = os.path.dirname(cfg["runtime"])
@@ -105,6 +119,32 @@ def compile_for_emulator(lesson, source, shown):
     os.replace(lib + ".tmp", lib)
     os.remove(obj)
     return lib
+
+
+def check_for_emulator(lesson, source, shown):
+    """Checks that `source` compiles for the emulator without generating code (g++ -fsyntax-only: the
+    parse and every template instantiation, a fraction of the instrumented build's time); raises
+    BuildError with the compiler's messages when it does not."""
+    cfg = _config()
+    with open(source, "rb") as f:
+        content = f.read()
+    out_dir = os.path.join(BUILD_DIR, "emulated")
+    os.makedirs(out_dir, exist_ok=True)
+    copy = os.path.join(out_dir, f"{lesson.name}-{_library_key(lesson, cfg, content)}-check.cu")
+    with open(copy, "wb") as f:
+        f.write(content)
+    try:
+        rewritten = _rewrite(cfg, copy, shown)
+        proc = subprocess.run(_compile_command(lesson, cfg, rewritten, "-fsyntax-only"), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"{shown} did not compile for the CPU emulator", proc.stdout.replace(copy, shown))
+    finally:
+        for path in (copy, copy + ".cpp"):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
 
 def grader_command(lesson, lib, shown, args, untouched_stub=False):
@@ -119,4 +159,6 @@ def grader_command(lesson, lib, shown, args, untouched_stub=False):
         cmd += ["--watchdog", os.environ["WORKBOOK_WATCHDOG_SECONDS"]]
     if untouched_stub:
         cmd.append("--untouched-stub")
+    if getattr(args, "fail_fast", False):
+        cmd.append("--fail-fast")
     return cmd

@@ -47,6 +47,8 @@ def _parser():
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     p.add_argument("--no-bench", action="store_true", help="correctness only, skip the timing gate")
     p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT (several: TEXT,TEXT)")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first failing case (the cases run smallest first); the rest are listed as not run")
     p.add_argument("--samples", type=int, help="timed samples per kernel and shape (default 15)")
     p.add_argument("--full-bench", action="store_true", help="time every shape of the seed table")
     p.add_argument("--hint", action="store_true", help="show the next hint for the lesson")
@@ -231,6 +233,7 @@ def grade_once(lesson, args):
         return profile.run(lesson, cmd, args.shape, args.clock_control, args.profile_raw)
     cmd = grader_command(lesson, lib, shown, seed=args.seed, json_path=args.json, cases=args.cases,
                          samples=args.samples, no_bench=args.no_bench, full_bench=args.full_bench,
+                         fail_fast=args.fail_fast,
                          untouched_stub=args.untouched_stub or (not args.source and is_shipped_stub(lesson)))
     if args.sanitize:
         code = _sanitize(cmd)
