@@ -1,0 +1,345 @@
+"""Mutant schemata: many mutants compiled into one source, each switched on at run time.
+
+Compiling a lesson's reference takes 7-25 s on the emulator's instrumented build, longer than
+grading a mutant the grader kills at its first case. A *schema* holds every mutant of a set at
+once: the place each one edits is wrapped in a switch on `__wb_mutant`, a value read once, when
+the library loads, from the environment variable WORKBOOK_MUTANT (0, or unset: the reference).
+One compile then serves every mutant of the set; grading mutant K runs the grader with
+WORKBOOK_MUTANT=K.
+
+  an expression   `a < b`              -> `(__wb_mutant == K ? (a <= b) : (a < b))`
+  a statement     `m += v;`            -> `{ if (__wb_mutant == K) { atomicAdd(&m, v); } else { m += v; } }`
+
+Mutants whose switched places overlap share one switch (one arm each); an arm replacing a `&&`/`||`
+chain is cast to bool (a chain with a term dropped may be a lone pointer). The switch is code that
+runs: an edit inside a constant expression (`if constexpr`, a `constexpr` value, a template argument
+that must stay one) cannot be switched. Those `place_of` recognises are left out at once; the others
+make the schema fail to compile, and `split_failures` reads the compiler's error lines and takes the
+switches on those lines out. A mutant left out is compiled on its own, as without schemata.
+
+No line is added or removed: the reference's text keeps its lines (the declaration of `__wb_mutant`
+shares line 1, a comment in every reference) and each mutated copy is written on the first line of
+its place, so the grader's reports name the reference's own lines.
+"""
+import re
+from dataclasses import dataclass, field
+
+from .cxx_source import Source, _split_top, expression_bounds
+
+ENV = "WORKBOOK_MUTANT"
+VAR = "__wb_mutant"
+# Line 1 of the schema starts with this (the reference's line 1 follows it on the same line).
+PRELUDE = ('extern "C" char* getenv(const char*) noexcept; '
+           f'static const int {VAR} = [] {{ const char* s = getenv("{ENV}"); int k = 0; '
+           "for (; s && *s >= '0' && *s <= '9'; ++s) k = 10 * k + (*s - '0'); return k; }(); ")
+
+
+@dataclass
+class Switch:
+    """One switched place of the source: `start`..`end`, an expression or a statement, and the
+    mutants (id, mutant) whose edits fall inside it."""
+    start: int
+    end: int
+    kind: str  # "expr" or "stmt"
+    members: list = field(default_factory=list)
+
+
+def _statement_bounds(src, start, end):
+    """The simple statement (up to and with its `;`) around start..end, or None when the edit is not
+    inside one at block level (a for header, a parameter list, a statement holding a block)."""
+    code, match = src.code, src.match
+    i = start - 1
+    while i >= 0:
+        c = code[i]
+        if c in ";{}":
+            break
+        if c in ")]" and i in match:
+            i = match[i] - 1
+            continue
+        if c in "([":
+            return None
+        i -= 1
+    a = i + 1
+    j = end
+    n = len(code)
+    while j < n:
+        c = code[j]
+        if c in "([" and j in match:
+            j = match[j] + 1
+            continue
+        if c == ";":
+            break
+        if c in ")]{}":
+            return None
+        j += 1
+    if j >= n:
+        return None
+    b = j + 1
+    while a < b and code[a].isspace():
+        a += 1
+    return a, b
+
+
+def _template_open_at(code, i):
+    """A `<` that opens template arguments: glued to the name before it (the sources are formatted
+    so that a comparison has a space on each side), and not `<<` or `<=`."""
+    return (code[i] == "<" and i > 0 and (code[i - 1].isalnum() or code[i - 1] == "_")
+            and code[i + 1:i + 2] not in ("<", "=", " "))
+
+
+def _template_depth(code, a, b):
+    depth = 0
+    for i in range(a, b):
+        if _template_open_at(code, i):
+            depth += 1
+        elif depth and code[i] == ">" and code[i - 1:i] != "-" and code[i + 1:i + 2] != "=":
+            depth -= 1
+    return depth
+
+
+def _balanced(src, a, b):
+    """Moves b right until no template argument list is left open inside a..b (the expression bounds
+    stop at the commas between template arguments); None when a statement ends first."""
+    code, match = src.code, src.match
+    for _ in range(8):
+        depth = _template_depth(code, a, b)
+        if depth == 0:
+            return a, b
+        j = b
+        while j < len(code) and depth > 0:
+            c = code[j]
+            if c in "([" and j in match:
+                j = match[j] + 1
+                continue
+            if c in ";{}":
+                return None
+            if _template_open_at(code, j):
+                depth += 1
+            elif c == ">" and code[j + 1:j + 2] != "=":
+                depth -= 1
+            j += 1
+        b = expression_bounds(src, j)[1] if j < len(code) and code[j] not in ";,)]}" else j
+        b = max(b, j)
+    return None
+
+
+def _expression_region(src, start, end):
+    """The smallest expression the expression bounds give that holds start..end: the operand or
+    condition around the edit, or, for an edit across arguments, the whole call."""
+    a, b = expression_bounds(src, start)
+    balanced = _balanced(src, a, b) if a < b else None
+    if balanced:
+        a, b = balanced
+    if a <= start and end <= b and a < b and balanced:
+        return a, b
+    code, match = src.code, src.match
+    # The innermost bracket pair holding the whole edit; the expression around that bracket.
+    i = start - 1
+    depth_open = None
+    while i >= 0:
+        c = code[i]
+        if c in ";{}":
+            return None
+        if c in ")]" and i in match:
+            i = match[i] - 1
+            continue
+        if c in "([" and i in match:
+            if match[i] >= end:
+                depth_open = i
+                break
+        i -= 1
+    if depth_open is None:
+        return None
+    a, b = expression_bounds(src, depth_open)
+    balanced = _balanced(src, a, b) if a < b else None
+    if balanced and balanced[0] <= start and end <= balanced[1]:
+        return balanced
+    return None
+
+
+# A place in a constant expression: the condition of `if constexpr`, or a `constexpr` declaration (its
+# value is needed while compiling). Known before compiling, so no compile is spent finding them.
+_CONSTANT_STATEMENT = re.compile(r"\bconstexpr\b|\bstatic_assert\b|\bcase\b|\btemplate\b|\balignas\b")
+
+
+def _in_constant_context(src, start):
+    code = src.code
+    i = start - 1
+    while i >= 0 and code[i] not in ";{}":
+        i -= 1
+    return _CONSTANT_STATEMENT.search(code, i + 1, start) is not None
+
+
+def place_of(src, mutant):
+    """(start, end, kind) of the place that switches `mutant`, or None when there is none (the edit
+    is in a constant expression, or in no expression or simple statement)."""
+    if _in_constant_context(src, mutant.start):
+        return None
+    region = _expression_region(src, mutant.start, mutant.end)
+    if region and not _crosses_statement(src.code, *region):
+        return region[0], region[1], "expr"
+    region = _statement_bounds(src, mutant.start, mutant.end)
+    if region and _simple_statement(src, *region):
+        return region[0], region[1], "stmt"
+    return None
+
+
+def _simple_statement(src, a, b):
+    """True for a statement a..b that can stand alone inside braces: no block in it, no `;` but its
+    own outside brackets (a for header's are inside), no preprocessor line, not an `else` or `case` part."""
+    code, match = src.code, src.match
+    if "{" in code[a:b] or "}" in code[a:b] or "#" in src.text[a:b]:
+        return False
+    if re.match(r"(else|case|default|do)\b", code[a:b]):
+        return False
+    i = a
+    while i < b - 1:
+        if code[i] in "([" and i in match:
+            i = match[i] + 1
+            continue
+        if code[i] == ";":
+            return False
+        i += 1
+    return True
+
+
+def _crosses_statement(code, a, b):
+    return ";" in code[a:b] or "{" in code[a:b] or "}" in code[a:b]
+
+
+def switches(text, numbered):
+    """The switches for `numbered`, a list of (id, mutant) with ids > 0: overlapping places merged
+    into one. Returns (switches, unplaced), unplaced the (id, mutant) pairs with no place."""
+    src = Source(text)
+    places = []
+    unplaced = []
+    for k, m in numbered:
+        p = place_of(src, m)
+        if p is None:
+            unplaced.append((k, m))
+        else:
+            places.append((p, k, m))
+    places.sort(key=lambda x: (x[0][0], -x[0][1]))
+    merged = []
+    for (a, b, kind), k, m in places:
+        if merged and a < merged[-1].end:
+            s = merged[-1]
+            s.end = max(s.end, b)
+            if kind == "stmt":
+                s.kind = "stmt"
+            s.members.append((k, m))
+        else:
+            merged.append(Switch(a, b, kind, [(k, m)]))
+    # A merged place made of an expression and a statement is the statement: re-check that the
+    # union still ends a statement, else leave it as the expression it is.
+    for s in merged:
+        if s.kind == "stmt" and not text[s.start:s.end].rstrip().endswith(";"):
+            s.kind = "expr"
+    return merged, unplaced
+
+
+def strip_comments(text):
+    """`text` with its comments turned into spaces (string and character literals kept)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c in "\"'" and not (c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _one_line(code):
+    return " ".join(strip_comments(code).split())
+
+
+def _is_logical(src, a, b):
+    """True when the expression a..b is a `&&` / `||` chain at its top level (its value is a bool)."""
+    return bool(_split_top(src.code, a, b, src.match, "&&") or _split_top(src.code, a, b, src.match, "||"))
+
+
+def render(text, s, src=None):
+    """The switch `s` as source: every member's arm on the place's first line, then the reference's
+    own text of the place, with its lines."""
+    original = text[s.start:s.end]
+    # A chain with a term dropped may be a lone pointer or number: the chain it replaces is a bool.
+    as_bool = s.kind == "expr" and src is not None and _is_logical(src, s.start, s.end)
+    arms = []
+    for k, m in s.members:
+        mutated = _one_line(text[s.start:m.start] + m.replacement + text[m.end:s.end])
+        arms.append((k, f"static_cast<bool>({mutated})" if as_bool else mutated))
+    if s.kind == "expr":
+        head = "".join(f"{VAR} == {k} ? ({code}) : " for k, code in arms)
+        return f"({head}({original}))"
+    head = "".join(f"if ({VAR} == {k}) {{ {code} }} else " for k, code in arms)
+    return f"{{ {head}{{ {original} }} }}"
+
+
+def build(text, placed):
+    """The schema source of the switches `placed` (sorted, not overlapping)."""
+    src = Source(text)
+    out = []
+    at = 0
+    for s in sorted(placed, key=lambda s: s.start):
+        out.append(text[at:s.start])
+        out.append(render(text, s, src))
+        at = s.end
+    out.append(text[at:])
+    body = "".join(out)
+    assert body.count("\n") == text.count("\n"), "a schema keeps the reference's lines"
+    return PRELUDE + body
+
+
+def lines_of(text, s):
+    """The source lines (1-based, inclusive) a switch covers."""
+    return text.count("\n", 0, s.start) + 1, text.count("\n", 0, max(s.start, s.end - 1)) + 1
+
+
+_ERROR_LINE = re.compile(r":(\d+):(?:\d+:)? (?:fatal )?error:")
+
+
+def error_lines(output, name):
+    """Line numbers of the compiler's errors in the file whose path ends with `name`. When some error
+    says the switch itself is not a constant, only those: the errors that follow from them (a template
+    argument that is no longer a constant, on a line of its own) would blame innocent switches."""
+    found, constant = set(), set()
+    for line in output.splitlines():
+        head = line.split(": ", 1)[0]
+        if name not in head:
+            continue
+        m = _ERROR_LINE.search(line)
+        if m:
+            found.add(int(m.group(1)))
+            if VAR in line:
+                constant.add(int(m.group(1)))
+    return constant or found
+
+
+def split_failures(text, placed, output, name):
+    """After a failed compile of the schema of `placed`: (kept, dropped), `dropped` the switches on a
+    line the compiler's errors name; (None, []) when no error names one (the caller halves the set)."""
+    bad = error_lines(output, name)
+    kept, dropped = [], []
+    for s in placed:
+        first, last = lines_of(text, s)
+        (dropped if any(first <= b <= last for b in bad) else kept).append(s)
+    if not dropped:
+        return None, []
+    return kept, dropped

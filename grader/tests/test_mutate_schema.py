@@ -1,0 +1,216 @@
+"""Mutant schemata (grader/mutation/schema.py): where each mutant's switch goes, the schema's text, the
+compiler's errors read back, and, with the host's C++ compiler, that a schema run with WORKBOOK_MUTANT=K
+prints what mutant K compiled alone prints, for every mutant of a small program."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "grader"))
+
+from mutation import operators, schema  # noqa: E402
+from mutation.cxx_source import Source  # noqa: E402
+
+# The constructs the references use: a loop bound, a `&&` chain holding a template call, a statement a
+# mutant turns into atomics, `if constexpr`, a template argument, a braced initialiser, stride arguments.
+TOY = """/** A small program for the schema tests. */
+#include <cstdint>
+#include <cstdio>
+
+template <typename T>
+T twice(T v) {
+    return v + v;
+}
+template <int N>
+int fixed() {
+    return N;
+}
+static void atomicAdd(float* p, float v) { *p += v * 1.0001f; }
+constexpr int kLimit = 4;
+
+float total(const float* x, int n) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += x[i];
+    return sum;
+}
+
+int pick(int a, int b, const float* p) {
+    if (a < b && p != nullptr) return twice<int>(a) - 1;
+    if constexpr (kLimit > 3) {
+        if (a >= b || fixed<2>() == 2) return a + 1;
+    }
+    return b;
+}
+
+void accumulate(float* out, const float* x, int n, int64_t s0, int64_t s1) {
+    for (int i = 0; i < n; ++i) out[0] += x[i];
+    out[1] = twice<float>(static_cast<float>(s0 - s1));
+}
+
+int main() {
+    float x[6] = {1.5f, 2.0f, -3.0f, 4.25f, 0.5f, 7.0f};
+    float acc[2] = {0.0f, 0.0f};
+    const int64_t x_stride = 3, y_stride = 7;
+    accumulate(acc, x, 6, x_stride, y_stride);
+    std::printf("%.9g %d %d %d %.9g %.9g\\n", total(x, 6), pick(2, 5, x), pick(5, 2, nullptr), fixed<kLimit - 1>(),
+                acc[0], acc[1]);
+    return 0;
+}
+"""
+
+
+def numbered(text):
+    return [(k + 1, m) for k, m in enumerate(operators.enumerate_mutants(text))]
+
+
+class PlaceTest(unittest.TestCase):
+    def place(self, text, name):
+        m = next(m for m in operators.enumerate_mutants(text) if m.name == name)
+        p = schema.place_of(Source(text), m)
+        return None if p is None else (text[p[0]:p[1]], p[2])
+
+    def test_expression_places(self):
+        self.assertEqual(self.place(TOY, "flip-cmp@18"), ("i < n", "expr"))
+        self.assertEqual(self.place(TOY, "drop-term@23"), ("a < b && p != nullptr", "expr"))
+        self.assertEqual(self.place(TOY, "off-by-one@23"), ("twice<int>(a) - 1", "expr"))
+        # The expression bounds stop at the comma between template arguments; the place does not.
+        self.assertEqual(self.place(TOY, "drop-term@25"), ("a >= b || fixed<2>() == 2", "expr"))
+        self.assertEqual(self.place(TOY, "swap-stride@39"), ("accumulate(acc, x, 6, x_stride, y_stride)", "expr"))
+
+    def test_a_statement_place_for_an_assignment_made_atomic(self):
+        text, kind = self.place(TOY, "atomic-sum@31")
+        self.assertEqual(kind, "stmt")
+        self.assertEqual(text, "for (int i = 0; i < n; ++i) out[0] += x[i];")
+
+    def test_constant_expressions_get_no_place(self):
+        self.assertIsNone(self.place(TOY, "flip-cmp@24"))  # if constexpr
+        src = "constexpr int kA = 3;\nconstexpr int kB = kA - 1;\nint f(int v) { return v < kB ? 1 : 0; }\n"
+        self.assertIsNone(self.place(src, "off-by-one@2"))
+        self.assertEqual(self.place(src, "flip-cmp@3"), ("v < kB", "expr"))
+
+    def test_a_barrier_is_its_own_place_not_the_loop_before_it(self):
+        src = ("__global__ void k(float* s) {\n    for (int i = 0; i < 4; ++i) {\n        s[i] = 0.0f;\n    }\n"
+               "    __syncthreads();\n}\n")
+        self.assertIn(self.place(src, "drop-sync@5"), (("__syncthreads()", "expr"), ("__syncthreads();", "stmt")))
+
+
+class BuildTest(unittest.TestCase):
+    def test_lines_are_kept_and_every_placed_mutant_has_an_arm(self):
+        pairs = numbered(TOY)
+        placed, unplaced = schema.switches(TOY, pairs)
+        out = schema.build(TOY, placed)
+        self.assertEqual(out.count("\n"), TOY.count("\n"))
+        self.assertTrue(out.startswith(schema.PRELUDE))
+        for k, m in pairs:
+            arm = re.search(rf"{schema.VAR} == {k}\b", out)
+            self.assertEqual(arm is None, (k, m) in unplaced, m.name)
+        # Every line of the reference is still there, on its own line (arms go in front of it).
+        for a, b in zip(TOY.splitlines()[1:], out.splitlines()[1:]):
+            self.assertTrue(b.endswith(a.strip()) or schema.VAR in b, (a, b))
+
+    def test_overlapping_places_share_one_switch(self):
+        placed, _ = schema.switches(TOY, numbered(TOY))
+        line23 = [s for s in placed if schema.lines_of(TOY, s)[0] == 23]
+        self.assertEqual(len(line23), 2)  # the condition's chain, and the returned value
+        self.assertEqual(len(line23[0].members), 4)
+
+    def test_a_chain_arm_is_a_bool(self):
+        placed, _ = schema.switches(TOY, numbered(TOY))
+        out = schema.build(TOY, placed)
+        self.assertIn("static_cast<bool>(p != nullptr)", out)
+
+    def test_comments_in_a_place_do_not_swallow_the_arms(self):
+        src = "int f(int a, int b) {\n    return a < b &&  // why\n           b > 0;\n}\n"
+        placed, _ = schema.switches(src, numbered(src))
+        out = schema.build(src, placed)
+        self.assertEqual(out.count("\n"), src.count("\n"))
+        first = out.splitlines()[1]
+        self.assertNotIn("// why ", first.split("// why")[0])
+        self.assertIn(":", first)
+
+
+class ErrorTest(unittest.TestCase):
+    OUTPUT = (
+        "In file included from adapter.cu:9:\n"
+        "schema-1.cu: In instantiation of 'void f() [with int VEC = 4]':\n"
+        "schema-1.cu:40:5:   required from here\n"
+        "schema-1.cu:12:20: error: the value of '__wb_mutant' is not usable in a constant expression\n"
+        "schema-1.cu:1:65: note: '__wb_mutant' was not initialized with a constant expression\n"
+        "schema-1.cu:30:9: error: template argument 4 is invalid\n"
+        "other.h:12:3: error: something else\n")
+
+    def test_errors_about_the_switch_come_first(self):
+        self.assertEqual(schema.error_lines(self.OUTPUT, "schema-1.cu"), {12})
+
+    def test_other_errors_name_their_lines(self):
+        out = "schema-1.cu:30:9: error: operands to '?:' have different types\nschema-1.cu:31:1: error: x\n"
+        self.assertEqual(schema.error_lines(out, "schema-1.cu"), {30, 31})
+
+    def test_split_takes_out_the_named_switches_or_says_none_is_named(self):
+        placed, _ = schema.switches(TOY, numbered(TOY))
+        out = "schema-1.cu:23:12: error: the value of '__wb_mutant' is not usable in a constant expression\n"
+        kept, dropped = schema.split_failures(TOY, placed, out, "schema-1.cu")
+        self.assertEqual(len(dropped), 2)
+        self.assertEqual(len(kept), len(placed) - 2)
+        self.assertEqual(schema.split_failures(TOY, placed, "ld: cannot find -lfoo\n", "schema-1.cu"), (None, []))
+
+
+def _compiler():
+    return shutil.which("g++") or shutil.which("c++")
+
+
+@unittest.skipUnless(_compiler(), "needs a C++ compiler")
+class SameResultTest(unittest.TestCase):
+    """The schema's promise: with WORKBOOK_MUTANT=K it behaves as mutant K compiled alone, and with 0 as the
+    reference. Checked on every mutant of the small program that compiles alone."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="schema-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def build(self, name, text):
+        src = os.path.join(self.tmp, name + ".cpp")
+        exe = os.path.join(self.tmp, name)
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text)
+        proc = subprocess.run([_compiler(), "-std=c++17", "-O1", "-w", src, "-o", exe], capture_output=True,
+                              text=True)
+        return exe if proc.returncode == 0 else None
+
+    def run_exe(self, exe, k=None):
+        env = dict(os.environ)
+        env.pop(schema.ENV, None)
+        if k is not None:
+            env[schema.ENV] = str(k)
+        return subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60).stdout
+
+    def test_every_mutant_runs_in_the_schema_as_it_runs_alone(self):
+        pairs = numbered(TOY)
+        placed, unplaced = schema.switches(TOY, pairs)
+        exe = self.build("schema", schema.build(TOY, placed))
+        self.assertIsNotNone(exe, "the schema of the small program compiles")
+        reference = self.run_exe(self.build("reference", TOY))
+        self.assertEqual(self.run_exe(exe), reference)
+        self.assertEqual(self.run_exe(exe, 0), reference)
+        compared = 0
+        for k, m in pairs:
+            if (k, m) in unplaced:
+                continue
+            alone = self.build(f"m{k}", m.apply(TOY))
+            if alone is None:
+                continue
+            self.assertEqual(self.run_exe(exe, k), self.run_exe(alone), m.name)
+            compared += 1
+        self.assertGreaterEqual(compared, 15)
+        # Mutants do change what it prints: the comparison above is not of identical programs.
+        self.assertGreater(len({self.run_exe(exe, k) for k, _ in pairs}), 5)
+
+
+if __name__ == "__main__":
+    unittest.main()
