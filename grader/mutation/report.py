@@ -116,6 +116,8 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
             part += (f" (--sample {r['sample']}: a sample spread over the operators, the same for the same source)"
                      if r.get("sample") else "")
             part += f" (--only {r['only']})" if r.get("only") else ""
+            stopped = (r.get("run") or {}).get("not_graded")
+            part += f" (--stop-after: {stopped} not graded yet)" if stopped else ""
         pace = f", {r['seconds_per_mutant']:g} s a mutant" if r.get("seconds_per_mutant") else ""
         notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}.")
     lines += notes

@@ -33,7 +33,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import operators, schema_compile
+from . import operators, schema, schema_compile
 from .grading import (  # noqa: F401  (part of this module's interface)
     EQUIVALENT, ERROR, HANG, KILLED, KNOWN_EXIT_CODES, NOT_COMPILED, SURVIVED, TIMEOUT, cache_key, classify,
     grade_in_schema, grade_one, graded_on, grader_fingerprint, mutant_suffix, remove_grader_copies, stop_all)
@@ -146,6 +146,10 @@ def _matches(mutant, pattern):
 
 
 def _git_commit():
+    """The commit graded: WORKBOOK_COMMIT where the checkout's own history is not the one graded (a copy
+    of the tree on another machine), else the checkout's HEAD."""
+    if os.environ.get("WORKBOOK_COMMIT"):
+        return os.environ["WORKBOOK_COMMIT"][:12]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True).stdout.strip()
@@ -166,9 +170,12 @@ def _source_changed(lesson):
 
 
 def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed=1, timeout_s=1200,
-               fresh=False, check_equivalent=False, keep_libs=False, log=print, sample=None, schemata=True):
+               fresh=False, check_equivalent=False, keep_libs=False, log=print, sample=None, schemata=True,
+               stop_after=None):
     """Grades the selected mutants of one lesson and writes OUT's reports; returns the results dict.
-    `schemata`: on the emulator, compile the mutants together (schema.py) instead of one by one."""
+    `schemata`: on the emulator, compile the mutants together (schema.py) instead of one by one.
+    `stop_after`: seconds after which no further mutant is started; the report then covers the graded
+    ones (partial) and says how many were left."""
     text, mutants = lesson_mutants(lesson)
     equivalent = load_equivalent(lesson, mutants)
     chosen = select(mutants, only, limit, sample, f"{lesson.slug}-{seed}")
@@ -194,22 +201,15 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
     log(f"{lesson.name}: {len(mutants)} mutants, {len(chosen)} selected, {len(chosen) - len(todo)} known "
         f"(cache or equivalent), {len(todo)} to grade on {graded_on(lesson, mode)}")
     started = time.time()
+    deadline = started + stop_after if stop_after else None
     built, in_schema = [], {}
     use_schemata = schemata and mode == "emulator" and lesson.needs_gpu and len(todo) > 1
-    if use_schemata:
-        pairs = schema_compile.numbered(mutants, [m for m, _, _ in todo])
-        built, singles = schema_compile.prepare(lesson, text, pairs, out, seed, timeout_s, log)
-        single_names = {m.name for m in singles}
-        for s in built:
-            for name, number in s.numbers.items():
-                if name not in single_names:
-                    in_schema[name] = (s, number)
-    prepared_s = time.time() - started
+    prepared_s = 0.0
     done = [0]
     stopping = threading.Event()
 
     def work_one(item):
-        if stopping.is_set():
+        if stopping.is_set() or (deadline and time.time() > deadline):
             return
         m, content, key = item
         path = os.path.join(out, "mutants", m.name + suffix)
@@ -237,7 +237,27 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
     if todo:
         pool = ThreadPoolExecutor(max_workers=max(1, jobs))
         try:
-            for future in [pool.submit(work_one, item) for item in todo]:
+            futures, rest = [], todo
+            if use_schemata:
+                pairs = schema_compile.numbered(mutants, [m for m, _, _ in todo])
+                placed, unplaced = schema.switches(text, pairs)
+                alone = {m.name for _, m in unplaced}
+                if alone:
+                    log(f"  {len(alone)} mutant(s) edit a constant expression or a place no switch can hold: "
+                        "compiled one by one, while the schema is built")
+                # The mutants no schema can hold are compiled alone while the schema is prepared.
+                futures += [pool.submit(work_one, item) for item in todo if item[0].name in alone]
+                built, singles = schema_compile.prepare(lesson, text, placed, pairs, out, seed, timeout_s, log)
+                prepared_s = time.time() - started
+                single_names = {m.name for m in singles}
+                for sc in built:
+                    for name, number in sc.numbers.items():
+                        if name not in single_names:
+                            in_schema[name] = (sc, number)
+                rest = ([item for item in todo if item[0].name in single_names]
+                        + [item for item in todo if item[0].name in in_schema])
+            futures += [pool.submit(work_one, item) for item in rest]
+            for future in futures:
                 future.result()
         except KeyboardInterrupt:
             stopping.set()
@@ -248,7 +268,12 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
     if not keep_libs:
         for s in built:
             remove_grader_copies(lesson, mode, s.content, started)
-    run = {"graded": len(todo), "wall_seconds": round(time.time() - started, 1), "jobs": jobs,
+    left = [m for m in chosen if m.name not in results]
+    if left:
+        log(f"{lesson.name}: stopped after {stop_after:g} s (--stop-after): {len(left)} mutant(s) not graded")
+        chosen = [m for m in chosen if m.name in results]
+    run = {"graded": len(todo) - len(left), "not_graded": len(left), "stop_after": stop_after,
+           "wall_seconds": round(time.time() - started, 1), "jobs": jobs, "cpus": os.cpu_count(),
            "schemata": len(built), "in_schemata": len(in_schema), "schema_seconds": round(prepared_s, 1)}
 
     for m in chosen:

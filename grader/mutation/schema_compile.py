@@ -1,9 +1,10 @@
 """Compiling a lesson's mutants into schemata (schema.py) for the CPU emulator, and checking them.
 
-`prepare` builds one schema of every mutant it is given and compiles it. When the compile fails, the
-switches on the lines the compiler names are taken out (their mutants are compiled one by one, as
-without schemata) and the rest is compiled again; when no error names a switch, the set is halved and
-each half compiled apart. Every schema that compiles is graded once as the reference (mutant 0): it
+`prepare` builds one schema of the switches it is given and checks it with `g++ -fsyntax-only` (a few
+seconds). When the check fails, the switches on the lines the compiler's errors name are taken out
+(their mutants are compiled one by one, as without schemata) and the rest is checked again; when no
+error names a switch, the set is halved and each half checked apart. What passes is compiled (the
+instrumented build, once; a failure there is narrowed the same way). Every schema that compiles is graded once as the reference (mutant 0): it
 must pass, or its mutants are graded one by one instead (a schema must change nothing but what its
 switches select).
 """
@@ -31,18 +32,15 @@ def numbered(all_mutants, chosen):
     return [(place[m.name], m) for m in chosen]
 
 
-def prepare(lesson, text, pairs, out, seed, timeout_s, log=print):
-    """Compiles schemata holding `pairs` [(number, mutant)]; returns (schemata, singles), singles the
-    mutants that must be compiled on their own."""
+def prepare(lesson, text, placed, pairs, out, seed, timeout_s, log=print):
+    """Compiles schemata holding the switches `placed` (schema.switches of `pairs`, [(number, mutant)]);
+    returns (schemata, singles), singles the mutants of `placed` that must be compiled on their own."""
     from workbook import emulated
     from workbook.build import BuildError
 
     folder = os.path.join(out, "schema")
     os.makedirs(folder, exist_ok=True)
-    placed, unplaced = schema.switches(text, pairs)
-    singles = [m for _, m in unplaced]
-    if unplaced:
-        log(f"  {len(unplaced)} mutant(s) edit a constant expression or a place no switch can hold: compiled one by one")
+    singles = []
     counts = {"checks": 0, "compiles": 0}
 
     def write(switches):
@@ -114,7 +112,7 @@ def prepare(lesson, text, pairs, out, seed, timeout_s, log=print):
                 f"its {len(s.numbers)} mutant(s) are graded one by one")
             singles.extend(m for _, m in pairs if m.name in s.numbers)
     log(f"  {sum(len(s.numbers) for s in checked)} mutant(s) in {len(checked)} schema(ta) after "
-        f"{counts['checks']} check(s) and {counts['compiles']} compile(s); {len(singles)} compiled one by one")
+        f"{counts['checks']} check(s) and {counts['compiles']} compile(s); {len(singles)} more compiled one by one")
     return checked, singles
 
 
