@@ -234,7 +234,7 @@ def write_class(lesson, folder, port):
     for name, payload, status in [
             ("fay", "crash", "crashed (signal 11, SIGSEGV)"), ("gus", "hang", "time limit"),
             ("hal", "exit0", "exited during grading"), ("ivy", "flood", "output limit"),
-            ("jon", "memory", "memory limit"), ("lea", "leave_behind", "correct"),
+            ("jon", "memory", "memory limit"), ("lea", "leave_behind", "left a process running"),
             ("max", "overwrite", "correct"), ("ned", "read_others", "correct"),
             ("oli", "forge_report", "report tampered"), ("pam", "network", "correct"),
             ("quin", "fork_bomb", "process limit"), ("ray", "big_file", "file size limit"),
@@ -244,7 +244,8 @@ def write_class(lesson, folder, port):
     if lesson.number != 1:
         put("vic", _hostile(solution, "vic", "forge_fast", port), "correct",
             "hostile: a forged pass with ten times the bandwidth, for a correct kernel")
-        put("sam", _hostile(solution, "sam", "gpu_hog", port), "correct", "hostile: a GPU hog left behind")
+        put("sam", _hostile(solution, "sam", "gpu_hog", port), "left a process running",
+            "hostile: a GPU hog left behind")
         private = solution.replace(", 0, stream>>>", ", 0, wb_private_stream()>>>")
         assert private != solution, "the reference's launches changed: update the private-stream edit"
         private = ("#include <cuda_runtime.h>\nstatic cudaStream_t wb_private_stream() { static cudaStream_t s = [] {"
@@ -319,6 +320,9 @@ def run(argv=None):
     p.add_argument("--samples", help="timing samples per shape, passed to the board")
     p.add_argument("--alone", help="the grader's JSON report of the reference graded on its own: the honest "
                                    "rows' bandwidth must match it within the noise")
+    p.add_argument("--one-process", help="the grader's JSON report of the reference graded in one process "
+                                         "(./grade's timing): the honest rows must be within 3%% of it on every "
+                                         "shape of 64 MiB or more")
     args = p.parse_args(argv)
     lesson = find_lesson(args.lesson)
     work = os.path.abspath(args.work)
@@ -339,6 +343,7 @@ def run(argv=None):
     runs = []
     for attempt in ("first run", "second run (cache)"):
         code, text, seconds = _board(args, env, lesson, subs, out, extra)
+        print(f"{attempt}: board run {seconds:.1f} s", flush=True)
         with open(os.path.join(work, f"{attempt.split()[0]}-run.log"), "w", encoding="utf-8") as f:
             f.write(text)
         check(f"{attempt}: the board exits 0", code == 0, f"exit {code}")
@@ -350,10 +355,19 @@ def run(argv=None):
             break
         rows = {r["name"]: r for group in board["boards"].values() for r in group}
         runs.append(rows)
+        if board.get("run"):
+            print(f"{attempt}: {board['run']['text']}", flush=True)
         for name, (status, what) in sorted(expected.items()):
             got = rows.get(name, {}).get("status", "(missing)")
             ok = got.startswith(status) if status.endswith(" at") else got == status
             check(f"{attempt}: {name} ({what}) is '{status}'", ok, f"got '{got}': {rows.get(name, {}).get('detail', '')}")
+        for name, (status, _) in sorted(expected.items()):
+            if status == "left a process running" and name in rows:
+                detail = rows[name].get("detail", "")
+                check(f"{attempt}: {name}'s row names the process it left", re.search(r"pid \d+ \(", detail), detail)
+                if attempt.startswith("first"):
+                    print(f"{name}: the sandbox had ended {rows[name].get('verdict_to_end_s')} s after the verdict "
+                          "of the grading from outside", flush=True)
         ranked = sorted(n for n, r in rows.items() if r.get("rank") is not None)
         check(f"{attempt}: exactly the honest and harmless-hostile rows are ranked",
               ranked == sorted(n for n, (s, _) in expected.items() if s == "correct"), ", ".join(ranked))
@@ -381,6 +395,19 @@ def run(argv=None):
             check(f"first run: {name}'s bandwidth matches the reference graded alone (within {100 * band:.1f}%)",
                   alone["gbps"] > 0 and abs(gbps / alone["gbps"] - 1) <= band,
                   f"{gbps:.0f} GB/s on the board, {alone['gbps']:.0f} alone")
+    if args.one_process and runs:
+        with open(args.one_process, encoding="utf-8") as f:
+            one = {(b["shape"], b["dtype"]): b for b in json.load(f).get("bench", [])}
+        for name in ("ann", "ben", "cleo"):
+            row = runs[0].get(name, {})
+            large = [(b, one.get((b["shape"], b["dtype"]))) for b in row.get("bench", [])
+                     if b.get("bytes", 0) >= 64 * 1024 * 1024]
+            ratios = [(b["shape"], b["student_gbps"] / o["student_gbps"]) for b, o in large
+                      if o and o.get("student_gbps")]
+            worst = max(ratios, key=lambda r: abs(r[1] - 1), default=("", 0))
+            check(f"first run: {name}'s bandwidth is within 3% of the one-process figure on every shape of "
+                  "64 MiB or more", ratios and abs(worst[1] - 1) <= 0.03,
+                  "board / one process: " + ", ".join(f"{s} {r:.3f}" for s, r in ratios))
     if len(runs) == 2:
         cached = [n for n, r in runs[1].items() if r.get("cached")]
         check("second run: every row comes from the cache", len(cached) == len(expected),

@@ -252,6 +252,27 @@ class LessonOneRunTests(unittest.TestCase):
         with open(os.path.join(self.tmp, "o", "leaderboard.md"), encoding="utf-8") as f:
             self.assertIn("NO SANDBOX", f.read())
 
+    def test_a_process_left_running_is_ended_with_the_verdict_and_named(self):
+        """lea starts a sleeper that would outlive its grading (new session, double fork, renamed). The
+        row names it and is not ranked; nothing waited for it: the time limit, far beyond the grading,
+        is not what ended it; and nothing of it is left. With the sandbox and without it."""
+        subs = _class_folder(self.tmp, ("ann", "lea"))
+        for extra in ([], ["--no-sandbox"]):
+            out_dir = os.path.join(self.tmp, "out" + "".join(extra))
+            code, out = self.grade("lesson1", subs, "--timeout", "300", "--no-cache", "--out", out_dir, *extra)
+            self.assertEqual(code, 0, out)
+            with open(os.path.join(out_dir, "leaderboard.json"), encoding="utf-8") as f:
+                rows = {r["name"]: r for group in json.load(f)["boards"].values() for r in group}
+            lea = rows["lea"]
+            self.assertEqual(lea["status"], "left a process running", (extra, lea))
+            self.assertRegex(lea["detail"], r"pid \d+ \(wb-leftover\)")
+            self.assertIn("The grading's verdict: correct", lea["detail"])
+            self.assertTrue(any(b["left_running"] for b in lea["beside"]), lea["beside"])
+            self.assertIsNone(lea["rank"])
+            self.assertEqual((rows["ann"]["status"], rows["ann"]["rank"], rows["ann"].get("beside")),
+                             ("correct", 1, None))
+            self.assertEqual(hostile_class._ticketed(), [], extra)
+
     def test_two_device_slots_grade_side_by_side(self):
         """--gpus gives one grading per slot; here (no GPU, lesson 1) the slots' scheduling is what is tested."""
         subs = _class_folder(self.tmp, ("ann", "ben", "dan", "eve"))

@@ -16,6 +16,7 @@ import queue
 import resource
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import exitcodes
@@ -67,6 +68,7 @@ def _meta(sandbox):
 
 def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=True, only=None, result_dir=None,
         slurm_file=None, use_sandbox=True):
+    started = time.monotonic()
     lesson = find_lesson(lesson_name)
     submissions = find_submissions(lesson, folder)
     folder = os.path.abspath(folder)
@@ -148,12 +150,32 @@ def run(lesson_name, folder, out_dir=None, limits=None, gpus=None, use_cache=Tru
         builders.shutdown()
     finally:
         sandbox.close()
+    meta["run"] = run_summary(results, devices, time.monotonic() - started)
+    print(meta["run"]["text"], flush=True)
     if result_dir:
         for r in results:
             store.write(os.path.join(result_dir, r["name"] + ".json"), {**r, "board": meta})
         if only is not None:
             return exitcodes.PASS
     return report(lesson, results, meta, out_dir)
+
+
+def run_summary(results, devices, seconds):
+    """How long the board took, and how busy each GPU slot was (the gradings it ran, summed)."""
+    busy = {}
+    for r in results:
+        if not r.get("cached") and "grading_s" in r:
+            slot = busy.setdefault(r.get("device", "cpu"), [0.0, 0])
+            slot[0] += r["grading_s"]
+            slot[1] += 1
+    slots = ", ".join(f"{'GPU ' + d if d != 'cpu' else 'no GPU'} busy {b:.0f} s ({n} grading{'s' * (n != 1)})"
+                      for d, (b, n) in sorted(busy.items()))
+    cached = sum(1 for r in results if r.get("cached"))
+    text = (f"{len(results)} submission(s) in {seconds:.1f} s on {len(devices)} slot(s)"
+            + (f": {slots}" if slots else "") + (f"; {cached} from the cache" if cached else ""))
+    return {"seconds": round(seconds, 1), "slots": len(devices),
+            "busy": {d: {"seconds": round(b, 1), "gradings": n} for d, (b, n) in busy.items()},
+            "cached": cached, "text": text}
 
 
 def report(lesson, results, meta, out_dir):
@@ -185,5 +207,6 @@ def merge(lesson_name, result_dir, out_dir=None):
         print(f"leaderboard: refused {path}: {why}", file=sys.stderr)
     if not results:
         raise UsageError(f"no results this board signed in {result_dir}")
-    weakest = next((m for m in metas if not m.get("isolated")), metas[0])
+    weakest = dict(next((m for m in metas if not m.get("isolated")), metas[0]))
+    weakest.pop("run", None)  # one task's own timing, not the merged board's
     return report(lesson, results, weakest, out_dir)

@@ -37,9 +37,9 @@ def shorten(text, limit):
 
 def _detail(r, limit=None):
     notes = []
-    if not r["status"].startswith("correct"):
+    if not r["status"].startswith("correct") or r.get("beside"):
         notes.append(r.get("detail") or "")
-    if r.get("clean") is False:
+    if r.get("foreign_gpu"):
         notes.append("not ranked: timed next to another GPU process: " + "; ".join(r.get("foreign_gpu", [])))
     if r.get("left_behind"):
         notes.append("left processes behind (killed): " + ", ".join(r["left_behind"][:3]))
@@ -111,6 +111,8 @@ def to_csv(ranked, meta, lesson=None):
 
 def to_json(ranked, lesson, meta):
     data = {"lesson": lesson.name, "sandbox": meta["sandbox"], "isolated": meta["isolated"], "boards": ranked}
+    if meta.get("run"):
+        data["run"] = meta["run"]
     note = cpu_note(lesson)
     if note:
         data["note"] = note

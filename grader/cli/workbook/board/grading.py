@@ -16,10 +16,12 @@ import os
 import secrets
 import shutil
 import signal
+import time
 
 from .. import exitcodes
 from ..build import compile_command, config, library
 from .gpu_guard import gpu_identity, settled_foreign_processes
+from .leftovers import name_leftovers
 from .remote import grade_remotely
 from .ranking import summarise
 from ..stub import shipped_stub
@@ -176,6 +178,13 @@ class Submission:
 
     def grade(self, device=None):
         """Grades the built library on `device` in the sandbox; returns the record."""
+        started = time.monotonic()
+        record = self._grade(device)
+        record["device"] = "cpu" if device is None else str(device)
+        record["grading_s"] = round(time.monotonic() - started, 1)
+        return record
+
+    def _grade(self, device):
         lesson, limits = self.lesson, self.limits
         seed = str(secrets.randbits(63))  # drawn now, after the submission is fixed: it cannot be anticipated
         cmd = [self.cfg["grader"], "--lesson", str(lesson.number), "--student",
@@ -186,27 +195,35 @@ class Submission:
         if self._is_shipped_stub():
             cmd.append("--untouched-stub")  # the grader's reason then says so, whatever the stub does
         ident = gpu_identity(device)
-        run = self.sandbox.run(cmd, self.work, limits.grading, device=device, report=True, gpu=lesson.needs_gpu)
+        run = self.sandbox.run(cmd, self.work, limits.grading, device=device, report=True, gpu=lesson.needs_gpu,
+                               solo=True)
         result = {"seed": seed, "left_behind": self.left + run.left_behind, "output_bytes": run.output_bytes,
                   "peak_memory_mib": round(run.peak_memory / MiB)}
         first = _verdict(run, seed, lesson, limits)
         if first.get("verdict") != "pass":
             result.update(first)
-            return self._finish(ident, result)
+            return self._finish(ident, name_leftovers(result, run.beside))
         # Its own process said pass. Grade it again from outside, where nothing of it can reach the verdict.
         foreign, note = settled_foreign_processes(device) if lesson.needs_gpu else ([], None)
         result["gpu_check"] = note or "checked"
         if foreign:
             result.update({"clean": False, "foreign_gpu": foreign})
+        # A process it started would start again beside the timing: then only correctness is graded.
+        timed = lesson.needs_gpu and not run.beside
         remote = grade_remotely(self.sandbox, self.work, self.sandbox.inside(self.lib, self.work), self.cfg["grader"],
-                                lesson, self.name, self.reference, limits.grading, device, limits.samples)
+                                lesson, self.name, self.reference, limits.grading, device, limits.samples,
+                                no_bench=not timed)
         result["seed"] = remote.seed
         result["output_bytes"] += remote.host.output_bytes if remote.host else 0
         if remote.host:
             result["left_behind"] += remote.host.left_behind
             result["peak_memory_mib"] = max(result["peak_memory_mib"], round(remote.host.peak_memory / MiB))
         result.update(_remote_verdict(remote, lesson, limits))
-        return self._finish(ident, result)
+        result["verdict_to_end_s"] = round(remote.host_gone - remote.grader_ended, 2)
+        before = remote.beside_before_verdict()
+        after = [b for b in (remote.host.beside if remote.host else []) if b not in before]
+        timing = "none" if not lesson.needs_gpu else "taken" if timed else "skipped"
+        return self._finish(ident, name_leftovers(result, run.beside, before, timing, after))
 
 
 def _verdict(run, seed, lesson, limits):

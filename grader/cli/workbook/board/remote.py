@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 
 from .sandbox import REPORT_CAP, clean_environment, read_capped
 
@@ -26,15 +27,26 @@ class RemoteRun:
         self.code = None
         self.timed_out = False
         self.grader_output = ""
+        self.grader_ended = None  # time.monotonic() when the grader outside ended: the verdict was in
+        self.host_gone = None     # time.monotonic() when the host's sandbox had ended, with all it started
         self.host = None  # the sandbox's Outcome for the host process
+
+    def beside_before_verdict(self):
+        """The processes the host's code started before the grader's verdict was in."""
+        if self.host is None:
+            return []
+        end = self.grader_ended if self.grader_ended is not None else float("inf")
+        return [b for b in self.host.beside if self.host.started + b.at < end]
 
 
 def _read_all(fd, run):
     run.report, _ = read_capped(fd, REPORT_CAP)
 
 
-def grade_remotely(sandbox, work, library_inside, grader, lesson, name, reference, limits, device, samples):
-    """Runs the host in the sandbox and the grader outside it; returns a RemoteRun."""
+def grade_remotely(sandbox, work, library_inside, grader, lesson, name, reference, limits, device, samples,
+                   no_bench=False):
+    """Runs the host in the sandbox and the grader outside it; returns a RemoteRun. `no_bench`: grade
+    correctness only (a process the submission starts would run beside the timing)."""
     run = RemoteRun()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     host_fd = os.dup(theirs.fileno())  # inheritable; Sandbox.run closes it once the sandbox holds it
@@ -45,7 +57,7 @@ def grade_remotely(sandbox, work, library_inside, grader, lesson, name, referenc
 
     def host():
         box["outcome"] = sandbox.run(host_cmd, work, limits, device=device, report=False, gpu=lesson.needs_gpu,
-                                     share=host_fd, cancel=done)
+                                     share=host_fd, cancel=done, solo=True)
 
     host_thread = threading.Thread(target=host, daemon=True)
     host_thread.start()
@@ -57,6 +69,8 @@ def grade_remotely(sandbox, work, library_inside, grader, lesson, name, referenc
         cmd += ["--reference", reference]
     if samples:
         cmd += ["--samples", str(samples)]
+    if no_bench:
+        cmd.append("--no-bench")
     env = clean_environment()
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device)
@@ -73,13 +87,14 @@ def grade_remotely(sandbox, work, library_inside, grader, lesson, name, referenc
             proc.kill()
             proc.wait()
             run.timed_out = True
+        # The verdict is in: the host's whole sandbox ends now, whatever it started, and nothing waits for it.
+        run.grader_ended = time.monotonic()
+        done.set()
         log.seek(0, os.SEEK_END)
         log.seek(max(0, log.tell() - 4096))
         run.grader_output = log.read().decode("utf-8", "replace")
     reader.join(timeout=10)
-    # The grader has closed its end: a host that is still there gets a moment to see it, then goes.
-    host_thread.join(timeout=10)
-    done.set()
     host_thread.join()
+    run.host_gone = time.monotonic()
     run.host = box.get("outcome")
     return run

@@ -28,9 +28,10 @@ import tempfile
 import threading
 import time
 
+from .processes import SoloWatch, children_map, children_of, descendants, has_ticket, kill, process_table, resident
+
 NOBODY = 65534
 SANDBOX_HOME = "/tmp/sandbox"  # under the fresh /tmp, so the mount point can be made
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 # The system a build and a grading need, read-only; everything else on the machine (home folders,
 # /work, /srv, /mnt, /tmp, other people's data wherever it lives) is simply not there.
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
@@ -64,6 +65,13 @@ class Outcome:
         self.peak_processes = 0
         self.left_behind = []     # processes found alive after the run (all killed)
         self.cancelled = False    # ended by its caller (see Sandbox.run's `cancel`)
+        self.started = 0.0        # time.monotonic() when the run started
+        self.beside = []          # solo runs: every process seen beside the main one (Beside)
+        self.ended = 0.0          # time.monotonic() when the main process was seen gone (or the run cancelled)
+
+    def left_running(self):
+        """Processes seen beside the main one that were still running when it ended."""
+        return [b for b in self.beside if b.alive_at_end]
 
     def output(self):
         """Head and tail of what was printed, with a note where the middle was dropped."""
@@ -77,56 +85,6 @@ class Outcome:
 
 def _under(path, roots):
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _children_map():
-    """{ppid: [pid, ...]} of every process on the machine, read from /proc."""
-    children = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        children[int(fields[1])].append(int(entry))
-    return children
-
-
-def _descendants(root, children):
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        for c in children.get(pid, ()):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _resident(pid):
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _has_ticket(pid, ticket):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return ticket in f.read()
-    except OSError:
-        return False
-
-
-def _kill(pids):
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def become_subreaper():
@@ -170,6 +128,8 @@ def clean_environment():
     keep = ("PATH", "LANG", "LC_ALL", "TERM", "CUDA_HOME", "LD_LIBRARY_PATH")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update({"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"})
+    # CUDA numbers GPUs fastest first by default; nvidia-smi -i (the board's GPU checks) by PCI bus.
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     return env
 
 
@@ -274,12 +234,17 @@ class Sandbox:
                 "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp", "--"]
         return cmd + list(argv)
 
-    def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False, share=None, cancel=None):
+    def run(self, argv, workdir, limits, env=None, device=None, report=True, gpu=False, share=None, cancel=None,
+            solo=False):
         """Runs argv in the sandbox; returns an Outcome. With report=True the process gets a pipe
         whose write end is fd REPORT_FD's number (`report_fd` in the environment) for its report.
         `share`: one more open descriptor the process inherits (`{share_fd}` in argv names it).
-        `cancel`: a threading.Event; once set, the run is ended (not a limit: its caller is done with it)."""
+        `cancel`: a threading.Event; once set, the run is ended at once, with everything it started (not a
+        limit: its caller has the verdict).
+        `solo`: the command never starts a process of its own (a grading, unlike a compile), so any process
+        seen beside it was started by the submission's code: each is recorded in Outcome.beside."""
         outcome = Outcome()
+        outcome.started = time.monotonic()
         drop = self.mode == "unprivileged" and os.geteuid() == 0
         ticket = secrets.token_hex(12)
         env = dict(env) if env is not None else clean_environment()
@@ -326,13 +291,21 @@ class Sandbox:
             t.start()
         seen = set()
         deadline = time.monotonic() + limits.seconds
+        watch = SoloWatch(proc.pid, self.isolated, ticket, outcome.started) if solo else None
         while proc.poll() is None:
-            children = _children_map()
-            tree = _descendants(proc.pid, children)
+            table = process_table()
+            children = children_of(table)
+            tree = descendants(proc.pid, children)
             seen.update(tree)
-            rss = _resident(proc.pid) + sum(_resident(p) for p in tree)
+            if watch:
+                seen.update(watch.poll(table, children, tree))
+            rss = resident(proc.pid) + sum(resident(p) for p in tree)
             outcome.peak_memory = max(outcome.peak_memory, rss)
             outcome.peak_processes = max(outcome.peak_processes, len(tree))
+            # The caller's verdict comes first: a limit that falls due after it is not the submission's.
+            if cancel is not None and cancel.is_set():
+                outcome.cancelled = True
+                break
             if outcome.limit is None:
                 if rss > limits.memory_bytes:
                     outcome.limit = "memory limit"
@@ -343,16 +316,16 @@ class Sandbox:
                 elif stop.is_set():
                     outcome.limit = "output limit"
             if outcome.limit:
-                self._end(proc, seen)
-                break
-            if cancel is not None and cancel.is_set():
-                outcome.cancelled = True
-                self._end(proc, seen)
                 break
             time.sleep(0.05)
+        outcome.ended = time.monotonic()
+        if outcome.limit or outcome.cancelled:
+            self._end(proc, seen)
         code = proc.wait()
         # After a limit, everything was killed on purpose; what is still exiting is not "left behind".
         outcome.left_behind = self._sweep(proc.pid, seen, ticket, report=outcome.limit is None and not outcome.cancelled)
+        if watch:
+            outcome.beside = watch.finish(outcome.left_behind)
         for t in pumps:
             t.join(timeout=10)
         if outcome.limit is None and stop.is_set():
@@ -375,7 +348,7 @@ class Sandbox:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        _kill([proc.pid, *seen])
+        kill([proc.pid, *seen])
 
     @staticmethod
     def _sweep(root, seen, ticket, report=True):
@@ -383,10 +356,10 @@ class Sandbox:
         found = []
         time.sleep(0.05)  # what the PID namespace's end just killed is given a moment to go
         for _ in range(3):
-            children = _children_map()
-            alive = set(_descendants(root, children))
-            alive |= {p for p in seen if os.path.exists(f"/proc/{p}") and _has_ticket(p, ticket.encode())}
-            alive |= {p for p in _descendants(os.getpid(), children) if _has_ticket(p, ticket.encode())}
+            children = children_map()
+            alive = set(descendants(root, children))
+            alive |= {p for p in seen if os.path.exists(f"/proc/{p}") and has_ticket(p, ticket.encode())}
+            alive |= {p for p in descendants(os.getpid(), children) if has_ticket(p, ticket.encode())}
             if not alive:
                 break
             for pid in alive:
@@ -398,7 +371,7 @@ class Sandbox:
                 name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
                 if report and state not in ("Z", "X"):
                     found.append(f"{pid} ({name})")
-            _kill(alive)
+            kill(alive)
             time.sleep(0.1)
         return sorted(set(found))
 
@@ -428,7 +401,7 @@ class Sandbox:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except OSError:
                     pass
-                _kill([proc.pid])
+                kill([proc.pid])
         outcome.head = bytes(head)
         outcome.tail = b"".join(tail)[-keep:]
 
