@@ -20,6 +20,7 @@ Results are cached in OUT/cache by the mutant's content (with the lesson, mode a
 rerun grades only mutants it has not seen. A survivor is graded again when the grader itself
 changed (its binary's hash), since a new case may kill it now.
 """
+import collections
 import datetime
 import fnmatch
 import hashlib
@@ -31,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from . import operators, schema, schema_compile
 from .grading import (  # noqa: F401  (part of this module's interface)
@@ -235,18 +235,18 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
             log(f"  [{done[0]}/{len(todo)}] {m.name:24} {status:12} {seconds:6.1f} s  {via:6} {detail[:80]}")
 
     if todo:
-        pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+        queue = WorkQueue(jobs, work_one)
         try:
-            futures, rest = [], todo
             if use_schemata:
                 pairs = schema_compile.numbered(mutants, [m for m, _, _ in todo])
                 placed, unplaced = schema.switches(text, pairs)
                 alone = {m.name for _, m in unplaced}
                 if alone:
                     log(f"  {len(alone)} mutant(s) edit a constant expression or a place no switch can hold: "
-                        "compiled one by one, while the schema is built")
-                # The mutants no schema can hold are compiled alone while the schema is prepared.
-                futures += [pool.submit(work_one, item) for item in todo if item[0].name in alone]
+                        "compiled one by one, starting while the schema is built")
+                # The mutants no schema can hold are compiled alone while the schema is prepared; once it is,
+                # its mutants (a fraction of a second each when killed) go ahead of those still waiting.
+                queue.add_last([item for item in todo if item[0].name in alone])
                 built, singles = schema_compile.prepare(lesson, text, placed, pairs, out, seed, timeout_s, log)
                 prepared_s = time.time() - started
                 single_names = {m.name for m in singles}
@@ -254,17 +254,16 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
                     for name, number in sc.numbers.items():
                         if name not in single_names:
                             in_schema[name] = (sc, number)
-                rest = ([item for item in todo if item[0].name in single_names]
-                        + [item for item in todo if item[0].name in in_schema])
-            futures += [pool.submit(work_one, item) for item in rest]
-            for future in futures:
-                future.result()
+                queue.add_first([item for item in todo if item[0].name in in_schema])
+                queue.add_last([item for item in todo if item[0].name in single_names])
+            else:
+                queue.add_last(todo)
+            queue.finish()
         except KeyboardInterrupt:
             stopping.set()
             stop_all()
-            pool.shutdown(wait=True, cancel_futures=True)
+            queue.cancel()
             raise
-        pool.shutdown(wait=True)
     if not keep_libs:
         for s in built:
             remove_grader_copies(lesson, mode, s.content, started)
@@ -289,6 +288,63 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
     report["run"] = run
     write_reports(out, report, text, {m.name: m for m in mutants})
     return report
+
+
+class WorkQueue:
+    """`jobs` threads running `work(item)` on the items given, in the queue's order: `add_first` puts
+    items ahead of those still waiting, `add_last` behind them."""
+
+    def __init__(self, jobs, work):
+        self._items = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._work = work
+        self._errors = []
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(max(1, jobs))]
+        for t in self._threads:
+            t.start()
+
+    def add_first(self, items):
+        with self._cond:
+            self._items.extendleft(reversed(items))
+            self._cond.notify_all()
+
+    def add_last(self, items):
+        with self._cond:
+            self._items.extend(items)
+            self._cond.notify_all()
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while not self._items and not self._closed:
+                    self._cond.wait()
+                if not self._items:
+                    return
+                item = self._items.popleft()
+            try:
+                self._work(item)
+            except Exception as e:  # noqa: BLE001  (reported once every thread is done)
+                self._errors.append(e)
+
+    def finish(self):
+        """No more items: waits until every one is done (Ctrl-C still reaches the caller)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for t in self._threads:
+            while t.is_alive():
+                t.join(0.5)
+        if self._errors:
+            raise self._errors[0]
+
+    def cancel(self):
+        with self._cond:
+            self._items.clear()
+            self._closed = True
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join()
 
 
 def _read_cache(out, key):

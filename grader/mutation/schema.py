@@ -36,12 +36,14 @@ PRELUDE = ('extern "C" char* getenv(const char*) noexcept; '
 
 @dataclass
 class Switch:
-    """One switched place of the source: `start`..`end`, an expression or a statement, and the
-    mutants (id, mutant) whose edits fall inside it."""
+    """One switched place of the source: `start`..`end`, an expression, a statement or the condition of
+    an `if constexpr`, and the mutants (id, mutant) whose edits fall inside it. `scope_end`: where the
+    code the switch can break ends (an `if constexpr`'s branches, now compiled for every instantiation)."""
     start: int
     end: int
-    kind: str  # "expr" or "stmt"
+    kind: str  # "expr", "stmt" or "cond"
     members: list = field(default_factory=list)
+    scope_end: int = 0
 
 
 def _statement_bounds(src, start, end):
@@ -170,9 +172,68 @@ def _in_constant_context(src, start):
     return _CONSTANT_STATEMENT.search(code, i + 1, start) is not None
 
 
+_IF_CONSTEXPR = re.compile(r"\bif\s+(constexpr)\s*\(")
+
+
+def _if_constexpr_condition(src, start, end):
+    """For an edit inside the condition of an `if constexpr`: (start of `constexpr`, end of the condition's
+    `)`), else None."""
+    code, match = src.code, src.match
+    i = start - 1
+    while i >= 0 and code[i] not in ";{}":
+        i -= 1
+    for m in _IF_CONSTEXPR.finditer(code, i + 1, start):
+        close = match.get(m.end() - 1)
+        if close is not None and m.end() - 1 < start and end <= close:
+            return m.start(1), close + 1
+    return None
+
+
+def _if_scope_end(src, close):
+    """The end of the branches of the `if` whose condition closes at `close`: its block and the blocks
+    of an `else` / `else if` chain after it."""
+    code, match = src.code, src.match
+    end = close + 1
+    while True:
+        j = end
+        while j < len(code) and code[j].isspace():
+            j += 1
+        if code.startswith("else", j) and not (j + 4 < len(code) and (code[j + 4].isalnum() or code[j + 4] == "_")):
+            j += 4
+            while j < len(code) and code[j].isspace():
+                j += 1
+            m = _IF_CONSTEXPR.match(code, j) or re.compile(r"if\s*\(").match(code, j)
+            if m:
+                close2 = match.get(m.end() - 1)
+                if close2 is None:
+                    return end
+                end = close2 + 1
+                continue
+        if j < len(code) and code[j] == "{" and j in match:
+            end = match[j] + 1
+            # a block, then possibly an else
+            k = end
+            while k < len(code) and code[k].isspace():
+                k += 1
+            if code.startswith("else", k):
+                continue
+            return end
+        if j < len(code) and code[j] != "{":
+            semi = code.find(";", j)
+            return semi + 1 if semi >= 0 else end
+        return end
+
+
 def place_of(src, mutant):
     """(start, end, kind) of the place that switches `mutant`, or None when there is none (the edit
-    is in a constant expression, or in no expression or simple statement)."""
+    is in a constant expression, or in no expression or simple statement).
+
+    The condition of an `if constexpr` is a place of its own kind: the switch makes it a plain `if`
+    (both branches are then compiled for every instantiation; where one does not compile, the syntax
+    check names its line and the mutants are compiled alone)."""
+    cond = _if_constexpr_condition(src, mutant.start, mutant.end)
+    if cond:
+        return cond[0], cond[1], "cond"
     if _in_constant_context(src, mutant.start):
         return None
     region = _expression_region(src, mutant.start, mutant.end)
@@ -225,11 +286,14 @@ def switches(text, numbered):
         if merged and a < merged[-1].end:
             s = merged[-1]
             s.end = max(s.end, b)
-            if kind == "stmt":
-                s.kind = "stmt"
+            if kind == "stmt" or (kind == "cond" and s.kind != "stmt"):
+                s.kind = kind
+                s.start = min(s.start, a)
             s.members.append((k, m))
         else:
             merged.append(Switch(a, b, kind, [(k, m)]))
+    for s in merged:
+        s.scope_end = _if_scope_end(src, s.end - 1) if s.kind == "cond" else s.end
     # A merged place made of an expression and a statement is the statement: re-check that the
     # union still ends a statement, else leave it as the expression it is.
     for s in merged:
@@ -279,6 +343,15 @@ def render(text, s, src=None):
     """The switch `s` as source: every member's arm on the place's first line, then the reference's
     own text of the place, with its lines."""
     original = text[s.start:s.end]
+    if s.kind == "cond":
+        # `constexpr (C)` -> `(K ? (static_cast<bool>(C')) : (C))`: a plain if, the keyword dropped.
+        open_at = text.index("(", s.start)
+        arms = []
+        for k, m in s.members:
+            mutated = text[open_at + 1:m.start] + m.replacement + text[m.end:s.end - 1]
+            arms.append((k, f"static_cast<bool>({_one_line(mutated)})"))
+        head = "".join(f"{VAR} == {k} ? ({code}) : " for k, code in arms)
+        return f"{' ' * (open_at - s.start)}({head}({text[open_at + 1:s.end - 1]}))"
     # A chain with a term dropped may be a lone pointer or number: the chain it replaces is a bool.
     as_bool = s.kind == "expr" and src is not None and _is_logical(src, s.start, s.end)
     arms = []
@@ -308,8 +381,10 @@ def build(text, placed):
 
 
 def lines_of(text, s):
-    """The source lines (1-based, inclusive) a switch covers."""
-    return text.count("\n", 0, s.start) + 1, text.count("\n", 0, max(s.start, s.end - 1)) + 1
+    """The source lines (1-based, inclusive) a switch covers: its place, and for the condition of an
+    `if constexpr` the branches it now compiles for every instantiation."""
+    end = max(s.end, s.scope_end)
+    return text.count("\n", 0, s.start) + 1, text.count("\n", 0, max(s.start, end - 1)) + 1
 
 
 _ERROR_LINE = re.compile(r":(\d+):(?:\d+:)? (?:fatal )?error:")
@@ -332,14 +407,35 @@ def error_lines(output, name):
     return constant or found
 
 
+_CONTEXT_LINE = re.compile(r":(\d+):\d+:\s+required (?:from|by)")
+
+
+def context_lines(output, name):
+    """Line numbers of the schema file in the compiler's instantiation contexts ("required from ..."):
+    an error inside a template made to fail by a switch elsewhere (a branch of an `if constexpr` now
+    compiled for a type it was not written for) names the switch only there."""
+    found = set()
+    for line in output.splitlines():
+        if name in line.split(": ", 1)[0]:
+            m = _CONTEXT_LINE.search(line)
+            if m:
+                found.add(int(m.group(1)))
+    return found
+
+
 def split_failures(text, placed, output, name):
     """After a failed compile of the schema of `placed`: (kept, dropped), `dropped` the switches on a
-    line the compiler's errors name; (None, []) when no error names one (the caller halves the set)."""
-    bad = error_lines(output, name)
-    kept, dropped = [], []
-    for s in placed:
-        first, last = lines_of(text, s)
-        (dropped if any(first <= b <= last for b in bad) else kept).append(s)
-    if not dropped:
-        return None, []
-    return kept, dropped
+    line the compiler's errors name or, failing that, on a line of their instantiation contexts;
+    (None, []) when neither names one (the caller halves the set)."""
+    context = context_lines(output, name)
+    # Only an `if constexpr` made plain instantiates new code: in the contexts, blame those first.
+    tries = ((error_lines(output, name), ("expr", "stmt", "cond")), (context, ("cond",)),
+             (context, ("expr", "stmt", "cond")))
+    for bad, kinds in tries:
+        kept, dropped = [], []
+        for s in placed:
+            first, last = lines_of(text, s)
+            (dropped if s.kind in kinds and any(first <= b <= last for b in bad) else kept).append(s)
+        if dropped:
+            return kept, dropped
+    return None, []

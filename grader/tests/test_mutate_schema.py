@@ -86,8 +86,16 @@ class PlaceTest(unittest.TestCase):
         self.assertEqual(kind, "stmt")
         self.assertEqual(text, "for (int i = 0; i < n; ++i) out[0] += x[i];")
 
+    def test_an_if_constexpr_condition_becomes_a_plain_if(self):
+        self.assertEqual(self.place(TOY, "flip-cmp@24"), ("constexpr (kLimit > 3)", "cond"))
+        placed, _ = schema.switches(TOY, numbered(TOY))
+        out = schema.build(TOY, placed).splitlines()[23]
+        self.assertNotIn("constexpr", out)
+        self.assertIn("if           (__wb_mutant == 9 ? (static_cast<bool>(kLimit >= 3)) : (kLimit > 3)) {", out)
+        cond = next(s for s in placed if s.kind == "cond")
+        self.assertEqual(schema.lines_of(TOY, cond), (24, 26))  # its branches compile for every instantiation now
+
     def test_constant_expressions_get_no_place(self):
-        self.assertIsNone(self.place(TOY, "flip-cmp@24"))  # if constexpr
         src = "constexpr int kA = 3;\nconstexpr int kB = kA - 1;\nint f(int v) { return v < kB ? 1 : 0; }\n"
         self.assertIsNone(self.place(src, "off-by-one@2"))
         self.assertEqual(self.place(src, "flip-cmp@3"), ("v < kB", "expr"))
@@ -149,6 +157,14 @@ class ErrorTest(unittest.TestCase):
     def test_other_errors_name_their_lines(self):
         out = "schema-1.cu:30:9: error: operands to '?:' have different types\nschema-1.cu:31:1: error: x\n"
         self.assertEqual(schema.error_lines(out, "schema-1.cu"), {30, 31})
+
+    def test_an_error_inside_a_template_blames_the_if_constexpr_that_instantiated_it(self):
+        placed, _ = schema.switches(TOY, numbered(TOY))
+        out = ("schema-1.cu: In instantiation of 'int fixed() [with int N = 2]':\n"
+               "schema-1.cu:25:30:   required from here\n"
+               "schema-1.cu:11:12: error: something only this instantiation gets wrong\n")
+        kept, dropped = schema.split_failures(TOY, placed, out, "schema-1.cu")
+        self.assertEqual([s.kind for s in dropped], ["cond"])
 
     def test_split_takes_out_the_named_switches_or_says_none_is_named(self):
         placed, _ = schema.switches(TOY, numbered(TOY))
