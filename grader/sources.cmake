@@ -18,10 +18,10 @@ set(WB_ENGINE_SOURCES ${WB_ENGINE_HOST_SOURCES} ${WB_ENGINE_DEVICE_SOURCES})
 
 # Launch interception on the GPU: hooks exported to the submissions' libraries.
 set(WB_LAUNCH_GPU_SOURCES ${_g}/launch/launch_hooks.cpp)
-set(WB_BENCH_SOURCES ${_g}/bench/bench_runner.cpp ${_g}/bench/gate_reason.cpp)
+set(WB_BENCH_SOURCES ${_g}/bench/bench_runner.cpp ${_g}/bench/gate_reason.cpp ${_g}/bench/clock_sampler.cpp)
 set(WB_REMOTE_SOURCES
   ${_g}/remote/remote_channel.cpp ${_g}/remote/shared_buffers.cu ${_g}/remote/remote_student.cu
-  ${_g}/remote/remote_registry.cpp ${_g}/remote/submission_host.cu)
+  ${_g}/remote/remote_registry.cpp ${_g}/remote/submission_host.cu ${_g}/remote/stream_gate.cu)
 
 # Every lesson's plan, found from its folder; the plans shared by several lessons in lessons/common.
 file(GLOB WB_LESSON_SOURCES CONFIGURE_DEPENDS ${_g}/lessons/*/*.cu ${_g}/lessons/*/*.cpp)

@@ -11,20 +11,33 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <new>
+#include <string>
 
 #include "workbook/cuda_check.h"
 
 namespace workbook {
+
+/// A timed batch of remote calls: the grader's own work on each side of the clock, and what it measured.
+struct TimedBatch {
+    /// Enqueued on the grader's stream before the clock starts (outputs poisoned, L2 cleared).
+    std::function<void(cudaStream_t)> before_clock;
+    /// Enqueued on the grader's stream right after the clock stops (what the launches left unwritten).
+    std::function<void(cudaStream_t)> after_clock;
+    double seconds = 0;          ///< the batch, by the grader's clock
+    std::string clock;           ///< "stream" (the grader's events, the other process gated on the GPU) or "wall"
+};
 
 /// Set by remote grading; empty members mean the one-process defaults.
 struct BufferHooks {
     void* (*allocate)(std::size_t bytes, bool device) = nullptr;  ///< memory the other process can map
     void (*release)(void* p, bool device) = nullptr;
     /// Remote grading: calls made between begin_batch and end_batch are sent together and run back to
-    /// back; end_batch returns the wall-clock seconds from sending them to their completion.
+    /// back in the other process; end_batch runs the batch's grader-side work and fills its timing.
     void (*begin_batch)() = nullptr;
-    double (*end_batch)() = nullptr;
+    void (*end_batch)(cudaStream_t stream, TimedBatch& batch) = nullptr;
+    std::string clock_used;  ///< the clock of the latest timed batch (TimedBatch::clock), for the report
 };
 
 /// The hooks in force (one per process).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/buffer_hooks.h"
+#include "engine/device_stats.h"
 #include "engine/launch_guard.h"
 #include "launch/launch_recorder.h"
 #include "workbook/cuda_check.h"
@@ -44,14 +45,12 @@ struct CallTensors {
             if (!call.tensors[i].is_input && call.tensors[i].alias_of < 0) poison_output(*owned[i], stream);
     }
 
-    /// Output elements that still hold the poison's bits.
-    size_t poisoned_elements(const GpuCall& call, cudaStream_t stream) {
-        size_t n = 0;
+    /// Output elements that still hold the poison's bits, added to the device counter `*count` on `stream`.
+    void count_poisoned_outputs(const GpuCall& call, unsigned long long* count, cudaStream_t stream) {
         for (size_t i = 0; i < call.tensors.size(); ++i)
             // Scratch (lesson 10's workspace) is the submission's to use or not: only real outputs count.
             if (!call.tensors[i].is_input && !call.tensors[i].scratch && call.tensors[i].alias_of < 0)
-                n += count_poisoned(*owned[i], stream);
-        return n;
+                count_poisoned_async(*owned[i], count, stream);
     }
 
     void prepare(const GpuCall& call, cudaStream_t stream) {
@@ -372,8 +371,8 @@ public:
     /// One cold sample: seconds per launch.
     double sample(const std::string& what) {
         cudaStream_t stream = grader_stream();
-        clear_l2(stream);
         if (remote_grading()) return remote_sample(stream);
+        clear_l2(stream);
         WB_CUDA_CHECK(cudaEventRecord(start_, stream));
         WB_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
         WB_CUDA_CHECK(cudaEventRecord(stop_, stream));
@@ -403,29 +402,41 @@ private:
         return static_cast<int>(std::max(1.0, std::min({wanted, room, 256.0})));
     }
 
+    /// One sample under remote grading. The other process queues the batch; then, on the grader's
+    /// stream, every set's outputs are poisoned and L2 is cleared, and the clock runs over the batch
+    /// (remote_student.cu says how); right behind it the outputs still poisoned are counted, so a
+    /// launch that ends after the clock stopped cannot pass unseen, and a launch run before the
+    /// poison leaves its output poisoned.
     double remote_sample(cudaStream_t stream) {
-        for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->poison_outputs(calls_[i], stream);
-        WB_CUDA_CHECK(cudaStreamSynchronize(stream));  // the L2 clear and the poison are done before the clock starts
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream));
         buffer_hooks().begin_batch();
         cudaError_t launched = cudaSuccess;
         for (size_t i = 0; i < calls_.size() && launched == cudaSuccess; ++i)
             launched = calls_[i].launch(tensors_[i]->data, stream);
-        const double seconds = buffer_hooks().end_batch();
+        StatsBuffer unwritten(stream);
+        TimedBatch batch;
+        batch.before_clock = [this](cudaStream_t s) {
+            for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->poison_outputs(calls_[i], s);
+            clear_l2(s);
+        };
+        batch.after_clock = [this, &unwritten](cudaStream_t s) {
+            for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->count_poisoned_outputs(calls_[i], &unwritten.get()->bad, s);
+        };
+        buffer_hooks().end_batch(stream, batch);
         if (launched != cudaSuccess) throw std::runtime_error(std::string("a timed launch returned ") + cudaGetErrorName(launched));
-        // Every launch wrote every output element; two sets, chosen only now, are checked in full.
-        for (size_t i = 0; i < calls_.size(); ++i) {
-            const size_t left = tensors_[i]->poisoned_elements(calls_[i], stream);
-            if (left)
-                throw std::runtime_error("a timed launch left " + std::to_string(left) +
-                                         " output element(s) unwritten: not every launch the time covers was made");
-        }
+        const size_t left = static_cast<size_t>(unwritten.read().bad);
+        if (left)
+            throw std::runtime_error("a timed launch left " + std::to_string(left) +
+                                     " output element(s) unwritten: not every launch the time covers was made, or it "
+                                     "finished after the clock stopped");
+        // Two sets, chosen only now, are checked in full against the oracle.
         std::random_device pick;
         for (int k = 0; k < 2; ++k) {
             const size_t i = pick() % calls_.size();
             const std::string p = check_call(calls_[i], *tensors_[i], stream);
             if (!p.empty()) throw std::runtime_error("a timed launch wrote a wrong output: " + p);
         }
-        return seconds / static_cast<double>(calls_.size());
+        return batch.seconds / static_cast<double>(calls_.size());
     }
 
     std::vector<GpuCall> calls_;

@@ -167,16 +167,21 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
     WB_CUDA_CHECK(cudaGetLastError());
 }
 
-size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
+void count_poisoned_async(const DeviceTensor& t, unsigned long long* count, cudaStream_t stream) {
     const Layout& l = t.layout();
-    if (l.rows == 0) return 0;
-    StatsBuffer stats(stream);
+    if (l.rows == 0) return;
     with_type(t.dtype(), [&](auto tag) {
         using Bits = BitsOf<decltype(tag)>;
         count_poisoned_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
-            static_cast<const Bits*>(t.data()), l, &stats.get()->bad);
+            static_cast<const Bits*>(t.data()), l, count);
     });
     WB_CUDA_CHECK(cudaGetLastError());
+}
+
+size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
+    if (t.layout().rows == 0) return 0;
+    StatsBuffer stats(stream);
+    count_poisoned_async(t, &stats.get()->bad, stream);
     return static_cast<size_t>(stats.read().bad);
 }
 

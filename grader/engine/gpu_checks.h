@@ -21,6 +21,9 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream);
 
 /// Elements of `t`'s rows (not the padding between them) that still hold the poison's bits; waits for `stream`.
 size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream);
+/// The same count, added to the device counter `*count` on `stream` without waiting (remote timing
+/// enqueues it right behind the clock, so no launch can finish after the clock stopped unseen).
+void count_poisoned_async(const DeviceTensor& t, unsigned long long* count, cudaStream_t stream);
 
 /// Which output of the problem a tensor holds.
 enum class OutputKind {

@@ -32,6 +32,22 @@ struct HostState {
         if (!stream) cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
         return stream;
     }
+
+    /// Events around a timed batch's launches in this process: shown as a diagnostic, never trusted.
+    cudaEvent_t marks[2] = {};
+    void mark(int i, cudaStream_t s) {
+        if (!marks[i]) cudaEventCreate(&marks[i]);
+        cudaEventRecord(marks[i], s);
+    }
+    /// Seconds between the two marks, once both are done (0 when they cannot be read).
+    double marked_seconds() {
+        float ms = 0;
+        if (!marks[0] || !marks[1] || cudaEventElapsedTime(&ms, marks[0], marks[1]) != cudaSuccess) {
+            cudaGetLastError();
+            return 0;
+        }
+        return ms * 1e-3;
+    }
 };
 
 /// How a pointer travels.

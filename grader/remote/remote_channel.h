@@ -21,6 +21,10 @@ enum class Kind : uint32_t {
     batch = 5,    ///< grader -> host: calls in order, then one wait for the device; answered by `reply`
     reply = 6,    ///< host -> grader: what the call returned
     failure = 7,  ///< host -> grader: the call could not be made or its kernels failed (text)
+    /// grader -> host: calls in order, queued on the host's stream behind a wait for a shared word (the
+    /// grader's go) and followed by a write of another (done); answered by `reply` once queued, then by
+    /// `reply` again once the device is done (remote_student.cu, "the stream clock").
+    timed_batch = 8,
 };
 
 /// The other side went away, broke the protocol, or did not answer in time.

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "engine/buffer_hooks.h"
@@ -16,6 +19,8 @@
 #include "remote/remote_calls.h"
 #include "remote/remote_registry.h"
 #include "remote/shared_buffers.h"
+#include "remote/stream_gate.h"
+#include "workbook/cuda_check.h"
 
 namespace workbook::remote {
 namespace {
@@ -70,32 +75,152 @@ void begin_batch() {
     }
 }
 
-/// Sends each link's queued calls; returns the wall-clock seconds from each send to its answer, summed.
-double end_batch() {
-    double seconds = 0;
+void send(Link& l, Kind kind, const Writer& w) {
+    try {
+        l.channel->send(kind, w.bytes());
+    } catch (const ChannelError& e) {
+        g_lost = true;
+        lost(l, std::string("is gone (") + e.what() + ")");
+    }
+}
+
+void check_result(Reader& r) {
+    const auto result = r.get<int64_t>();
+    if (result != 0)
+        throw std::runtime_error(std::string("a timed launch returned ") + cudaGetErrorName(static_cast<cudaError_t>(result)));
+}
+
+/// The wall clock (WORKBOOK_REMOTE_CLOCK=wall, and where the driver lacks stream memory operations):
+/// the grader's work first, then the time from sending the batch to the answer, which comes once the
+/// other process has waited for its whole device. The hop between the processes, their wake-ups and
+/// the other process's graph launch are inside it.
+void wall_batch(Link& l, cudaStream_t stream, TimedBatch& batch) {
+    batch.before_clock(stream);
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    Writer w;
+    w.put<uint32_t>(l.queued);
+    w.append(l.batch.bytes());
+    const auto start = std::chrono::steady_clock::now();
+    send(l, Kind::batch, w);
+    const Message m = await_reply(l);
+    batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    batch.after_clock(stream);
+    batch.clock = "wall";
+    Reader r(m.body);
+    check_result(r);
+}
+
+/// Where the timed batches' go and done words live: one small buffer shared with both processes,
+/// four words per side (go, done), counting batches.
+struct GateWords {
+    uint32_t* words = nullptr;
+    uint64_t id = 0, offset = 0;
+    uint32_t count = 0;
+    cudaEvent_t marks[3] = {};  ///< before the grader's own work, clock start, clock stop
+};
+GateWords g_gate;
+
+/// "stream" unless WORKBOOK_REMOTE_CLOCK=wall asks for the wall clock or the driver lacks the operations.
+bool use_stream_clock() {
+    const char* asked = std::getenv("WORKBOOK_REMOTE_CLOCK");
+    if (asked && std::string(asked) == "wall") return false;
+    return StreamGate::get().available();
+}
+
+/// Undoes a gate the other process will never open: the grader's stream stops waiting for it.
+void release_gate(void* done, uint32_t n) {
+    cudaStream_t side = nullptr;
+    if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess) return;
+    cudaMemcpyAsync(done, &n, sizeof n, cudaMemcpyHostToDevice, side);
+    cudaStreamSynchronize(side);
+    cudaStreamDestroy(side);
+    cudaGetLastError();
+}
+
+/// The stream clock. The other process queues the batch on its stream behind a wait for `go` and
+/// answers; then the grader's stream runs its own work (poison, L2 clear), records the start, writes
+/// `go`, waits for the other process's stream to write `done` after the last call, and records the
+/// stop. Both events are the grader's, on its stream: no process hop and no host clock lies between
+/// them, only the GPU's switch from one process's context to the other's and back (0.296-0.301 ms a
+/// batch on an H200, measured against the other process's own events). The work the grader queues
+/// right behind the stop (the count of unwritten outputs) sees any launch that the other process had
+/// not finished when it wrote `done`.
+void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch) {
+    const StreamGate& gate = StreamGate::get();
+    if (!g_gate.words) {
+        g_gate.words = static_cast<uint32_t*>(allocate_device(4096));
+        WB_CUDA_CHECK(cudaMemset(g_gate.words, 0, 4096));
+        WB_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any stream of either process reads the words
+        if (!SharedBuffers::instance().locate(g_gate.words, g_gate.id, g_gate.offset))
+            throw std::logic_error("the gate's words are not in a shared buffer");
+        for (cudaEvent_t& e : g_gate.marks) WB_CUDA_CHECK(cudaEventCreate(&e));
+    }
+    const uint32_t n = ++g_gate.count;
+    uint32_t* go = g_gate.words + 4 * side;
+    uint32_t* done = go + 1;
+    Writer w;
+    w.put<uint32_t>(l.queued);
+    w.put<uint64_t>(g_gate.id);
+    w.put<uint64_t>(g_gate.offset + 16 * side);
+    w.put<uint64_t>(g_gate.offset + 16 * side + 4);
+    w.put<uint32_t>(n);
+    w.append(l.batch.bytes());
+    const auto start = std::chrono::steady_clock::now();
+    send(l, Kind::timed_batch, w);
+    Message queued = await_reply(l);  // not yet on the grader's stream: nothing waits on `done` yet
+    bool waiting = false;
+    try {
+        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[0], stream));
+        batch.before_clock(stream);
+        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[1], stream));
+        gate.write(stream, go, n);
+        gate.wait(stream, done, n);
+        waiting = true;
+        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[2], stream));
+        batch.after_clock(stream);
+        const Message finished = await_reply(l);
+        const std::string err = wait_with_watchdog(stream, "the timed batch of " + l.who);
+        if (!err.empty()) throw std::runtime_error("the timed batch: " + err);
+        waiting = false;
+        float prelude_ms = 0, batch_ms = 0;
+        WB_CUDA_CHECK(cudaEventElapsedTime(&prelude_ms, g_gate.marks[0], g_gate.marks[1]));
+        WB_CUDA_CHECK(cudaEventElapsedTime(&batch_ms, g_gate.marks[1], g_gate.marks[2]));
+        batch.seconds = batch_ms * 1e-3;
+        batch.clock = "stream";
+        Reader q(queued.body), f(finished.body);
+        check_result(q);
+        check_result(f);
+        if (std::getenv("WORKBOOK_REMOTE_DIAG")) {
+            // The other process's own events around its launches: not trusted, shown to find where time goes.
+            const double host_ms = f.get<double>();
+            const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr, "remote-diag side=%d calls=%u clock_ms=%.4f their_events_ms=%.4f prelude_ms=%.4f "
+                                 "send_to_done_ms=%.4f\n", side, l.queued, batch_ms, host_ms, prelude_ms, wall_ms);
+        }
+    } catch (...) {
+        if (waiting && !device_hung()) release_gate(done, n);
+        throw;
+    }
+}
+
+/// Sends the queued calls of the side that queued them and times them (TimedBatch).
+void end_batch(cudaStream_t stream, TimedBatch& batch) {
+    Link* active = nullptr;
     for (Link& l : g_links) {
         if (!l.batching) continue;
         l.batching = false;
         if (l.queued == 0) continue;
-        Writer w;
-        w.put<uint32_t>(l.queued);
-        w.append(l.batch.bytes());
-        const auto start = std::chrono::steady_clock::now();
-        try {
-            l.channel->send(Kind::batch, w.bytes());
-        } catch (const ChannelError& e) {
-            g_lost = true;
-            lost(l, std::string("is gone (") + e.what() + ")");
-        }
-        const Message m = await_reply(l);
-        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        Reader r(m.body);
-        const auto result = r.get<int64_t>();
-        if (result != 0)
-            throw std::runtime_error(std::string("a timed launch returned ") +
-                                     cudaGetErrorName(static_cast<cudaError_t>(result)));
+        if (active) throw std::logic_error("a timed batch with calls to both processes");
+        active = &l;
     }
-    return seconds;
+    if (!active) {
+        batch.before_clock(stream);
+        batch.after_clock(stream);
+        return;
+    }
+    if (use_stream_clock()) stream_batch(*active, static_cast<int>(active - g_links), stream, batch);
+    else wall_batch(*active, stream, batch);
+    buffer_hooks().clock_used = batch.clock;
 }
 
 }  // namespace

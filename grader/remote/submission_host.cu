@@ -12,6 +12,7 @@
 #include "engine/launch_guard.h"
 #include "remote/remote_calls.h"
 #include "remote/remote_registry.h"
+#include "remote/stream_gate.h"
 #include "engine/submission.h"
 
 namespace workbook::remote {
@@ -98,11 +99,27 @@ int serve(int fd, int lesson, const std::string& library) {
                     channel.send(Kind::reply, out.bytes());
                     break;
                 }
-                case Kind::batch: {
-                    // Timed by the grader's clock: captured into one graph where the calls allow it
-                    // (launches cost the CPU more than tiny kernels take), launched directly otherwise.
+                case Kind::batch:
+                case Kind::timed_batch: {
+                    // A timed batch: captured into one graph where the calls allow it (launches cost the
+                    // CPU more than tiny kernels take), launched directly otherwise. `batch` is timed by
+                    // the grader's wall clock; `timed_batch` by the grader's events, this stream held
+                    // behind the grader's go and signalling done after the last call (remote_student.cu).
                     const auto count = r.get<uint32_t>();
-                    const std::vector<unsigned char> calls(m.body.begin() + sizeof(uint32_t), m.body.end());
+                    const bool gated = m.kind == Kind::timed_batch;
+                    void* go = nullptr;
+                    void* done = nullptr;
+                    uint32_t n = 0;
+                    size_t header = sizeof(uint32_t);
+                    if (gated) {
+                        const auto id = r.get<uint64_t>();
+                        const auto go_at = r.get<uint64_t>(), done_at = r.get<uint64_t>();
+                        n = r.get<uint32_t>();
+                        go = state.buffers.resolve(id, go_at);
+                        done = state.buffers.resolve(id, done_at);
+                        header += 3 * sizeof(uint64_t) + sizeof(uint32_t);
+                    }
+                    const std::vector<unsigned char> calls(m.body.begin() + header, m.body.end());
                     auto run_all = [&]() -> int64_t {
                         Reader each(calls);
                         for (uint32_t i = 0; i < count; ++i) {
@@ -116,14 +133,14 @@ int serve(int fd, int lesson, const std::string& library) {
                         return 0;
                     };
                     int64_t first_error = 0;
-                    bool done = false;
+                    bool done_launching = false;
+                    cudaGraphExec_t exec = nullptr;
                     if (gpu) {
                         // The same batch comes again for every sample: its graph is made once.
                         cudaStream_t s = state.own_stream();
                         auto cached = graphs.find(calls);
                         if (cached == graphs.end()) {
                             cudaGraph_t graph = nullptr;
-                            cudaGraphExec_t exec = nullptr;
                             if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
                                 const int64_t e = run_all();
                                 const cudaError_t ended = cudaStreamEndCapture(s, &graph);
@@ -134,7 +151,39 @@ int serve(int fd, int lesson, const std::string& library) {
                             cudaGetLastError();
                             cached = graphs.emplace(calls, exec).first;  // nullptr: launch directly
                         }
-                        if (cached->second && cudaGraphLaunch(cached->second, s) == cudaSuccess) done = true;
+                        exec = cached->second;
+                    }
+                    if (gated) {
+                        cudaStream_t s = state.own_stream();
+                        const StreamGate& gate = StreamGate::get();
+                        gate.wait(s, go, n);
+                        state.mark(0, s);
+                        if (exec && cudaGraphLaunch(exec, s) == cudaSuccess) done_launching = true;
+                        cudaGetLastError();
+                        Writer queued;
+                        queued.put<int64_t>(0);
+                        if (!done_launching) {
+                            // Launched one by one, the calls may wait for their stream: the grader is
+                            // told first, so its go can arrive; the clock then holds their launch costs.
+                            channel.send(Kind::reply, queued.bytes());
+                            first_error = run_all();
+                        }
+                        state.mark(1, s);
+                        gate.write(s, done, n);  // whatever was launched: the grader's stream waits for it
+                        if (done_launching) channel.send(Kind::reply, queued.bytes());
+                        const std::string problem = finish_device_work(gpu);
+                        if (!problem.empty()) {
+                            fail(channel, problem);
+                            return 1;
+                        }
+                        Writer out;
+                        out.put(first_error);
+                        out.put<double>(state.marked_seconds() * 1e3);
+                        channel.send(Kind::reply, out.bytes());
+                        break;
+                    }
+                    if (exec) {
+                        if (cudaGraphLaunch(exec, state.own_stream()) == cudaSuccess) done_launching = true;
                         cudaGetLastError();
                         const std::string problem = finish_device_work(gpu);
                         if (!problem.empty()) {
@@ -142,7 +191,7 @@ int serve(int fd, int lesson, const std::string& library) {
                             return 1;
                         }
                     }
-                    if (!done) first_error = run_all();
+                    if (!done_launching) first_error = run_all();
                     const std::string problem = finish_device_work(gpu);
                     if (!problem.empty()) {
                         fail(channel, problem);

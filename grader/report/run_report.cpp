@@ -44,6 +44,13 @@ bool write_json(const RunReport& r, const std::string& path) {
     j["copy_gbps"] = r.copy_gbps;
     j["gate_fraction"] = r.gate_fraction;
     j["seed"] = r.seed;
+    if (r.clock_samples > 0)
+        j["clocks"] = {{"samples", r.clock_samples},    {"sm_mhz", r.sm_clock_mhz},   {"sm_min_mhz", r.sm_clock_min},
+                       {"sm_max_mhz", r.sm_clock_max},  {"mem_mhz", r.mem_clock_mhz}, {"mem_min_mhz", r.mem_clock_min},
+                       {"mem_max_mhz", r.mem_clock_max}, {"how", "NVML every 10 ms while the timed samples ran"}};
+    else if (!r.clock_note.empty())
+        j["clocks"] = {{"samples", 0}, {"note", r.clock_note}};
+    if (!r.remote_clock.empty()) j["remote_clock"] = r.remote_clock;
     std::ofstream out(path);
     if (!out) {
         std::cerr << "cannot write the JSON report to " << path << ": check the folder exists and is writable\n";
@@ -68,6 +75,12 @@ void print_bench_table(const RunReport& r) {
     if (!r.bench.empty())
         std::printf("  %%copy: of that large copy. %%copy@sz: of a plain copy kernel moving the same bytes, "
                     "timed the same way (the roofline at this size: launch, last wave and L2 write-back included)\n");
+    if (r.clock_samples > 0)
+        std::printf("  clocks while timing (NVML, %d readings): SM %.0f MHz (%.0f-%.0f), memory %.0f MHz (%.0f-%.0f)\n",
+                    r.clock_samples, r.sm_clock_mhz, r.sm_clock_min, r.sm_clock_max, r.mem_clock_mhz, r.mem_clock_min,
+                    r.mem_clock_max);
+    else if (!r.clock_note.empty())
+        std::printf("  clocks while timing: not measured (%s)\n", r.clock_note.c_str());
     for (const std::string& note : r.gate_notes) std::printf("  %s\n", note.c_str());
 }
 

@@ -49,6 +49,12 @@ struct RunReport {
     int sm = 0;
     double copy_gbps = 0, gate_fraction = 0;
     uint64_t seed = 0;
+    /// The GPU's clocks while the timed samples ran (NVML, every 10 ms): median, lowest, highest, in MHz.
+    int clock_samples = 0;
+    double sm_clock_mhz = 0, sm_clock_min = 0, sm_clock_max = 0;
+    double mem_clock_mhz = 0, mem_clock_min = 0, mem_clock_max = 0;
+    std::string clock_note;    ///< why the clocks were not measured ("" when they were, or nothing was timed)
+    std::string remote_clock;  ///< remote grading: "stream" or "wall" (how the batches were timed)
 };
 
 /// Writes the report as JSON to `path`; returns false (and says why on stderr) if it cannot.

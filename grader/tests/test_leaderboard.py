@@ -134,6 +134,32 @@ class RankingTests(unittest.TestCase):
         self.assertEqual([(r["name"], r["rank"]) for r in ranked], [("ann", 1), ("zed", None)])
         self.assertIn("pid 77", exports.row(ranked[1])[-1])
 
+    def test_the_heading_shows_the_clocks_read_while_timing(self):
+        """The clocks the grader read during the timed samples, not the idle clock read before the run."""
+        lesson = find_lesson("lesson4")
+        meta = {"sandbox": "bubblewrap sandbox", "isolated": True}
+        timed = [result("ann", 2500), result("ben", 2400)]
+        timed[0].update(idle_sm_clock="345 MHz", clocks={"samples": 40, "sm_mhz": 1980, "sm_min_mhz": 1755,
+                                                         "sm_max_mhz": 1980, "mem_mhz": 2619})
+        timed[1].update(clocks={"samples": 30, "sm_mhz": 1965, "sm_min_mhz": 1965, "sm_max_mhz": 1980,
+                                "mem_mhz": 2619})
+        text = exports.to_text(ranking.rank(timed), lesson, meta)
+        self.assertIn("while timing: SM clock 1972 MHz (1755–1980), memory clock 2619 MHz", text)
+        self.assertNotIn("345", text)
+        self.assertIn("clocks not measured while timing",
+                      exports.to_text(ranking.rank([result("ann", 2500)]), lesson, meta))
+
+    def test_the_run_summary_counts_each_slot(self):
+        rows = [dict(result("ann", 2500), device="0", grading_s=30.0), dict(result("ben", 2400), device="1",
+                                                                             grading_s=20.5),
+                dict(result("cleo", 2500), device="0", grading_s=12.0),
+                dict(result("dan", 0, "still the stub"), cached=True, device="1", grading_s=5.0)]
+        summary = leaderboard.run_summary(rows, [0, 1], 44.4)
+        self.assertEqual(summary["busy"], {"0": {"seconds": 42.0, "gradings": 2}, "1": {"seconds": 20.5, "gradings": 1}})
+        self.assertEqual(summary["cached"], 1)
+        self.assertEqual(summary["text"], "4 submission(s) in 44.4 s on 2 slot(s): GPU 0 busy 42 s (2 gradings), "
+                                          "GPU 1 busy 20 s (1 grading); 1 from the cache")
+
     def test_every_export_says_when_there_was_no_sandbox(self):
         lesson = find_lesson("lesson1")
         meta = {"sandbox": "NO SANDBOX: bubblewrap is not installed", "isolated": False}

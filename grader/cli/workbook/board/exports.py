@@ -61,12 +61,27 @@ def cpu_note(lesson):
             "GB/s, % of ref and % of copy columns stay empty.")
 
 
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])) if n else 0
+
+
+def clocks_text(rows):
+    """The GPU's clocks while the rows were timed (NVML during the timed samples), not the idle clock."""
+    read = [r["clocks"] for r in rows if (r.get("clocks") or {}).get("samples")]
+    if not read:
+        return "clocks not measured while timing"
+    sm, mem = _median([c["sm_mhz"] for c in read]), _median([c["mem_mhz"] for c in read])
+    low, high = min(c["sm_min_mhz"] for c in read), max(c["sm_max_mhz"] for c in read)
+    return f"while timing: SM clock {sm:.0f} MHz ({low:.0f}–{high:.0f}), memory clock {mem:.0f} MHz"
+
+
 def _heading(gpu, rows):
     info = rows[0] if rows else {}
     if gpu == "no GPU":
         return "graded without a GPU"
-    return (f"on {gpu} (driver {info.get('driver', '')}, CUDA {info.get('cuda', '')}, "
-            f"SM clock {info.get('sm_clock', '')})")
+    return f"on {gpu} (driver {info.get('driver', '')}, CUDA {info.get('cuda', '')}; {clocks_text(rows)})"
 
 
 def to_text(ranked, lesson, meta):

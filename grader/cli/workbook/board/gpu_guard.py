@@ -4,7 +4,8 @@ import time
 
 
 def gpu_identity(device=None):
-    """Name, driver and SM clock of the GPU a grading process will see; 'no GPU' without one."""
+    """Name, driver and SM clock of the GPU a grading process will see; 'no GPU' without one. The clock is
+    read before the grading, mostly the idle one: the clocks shown are those the grader reads while timing."""
     cmd = ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"]
     if device is not None:
         cmd += ["-i", str(device)]
@@ -12,10 +13,10 @@ def gpu_identity(device=None):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         if out.returncode == 0 and out.stdout.strip():
             name, driver, clock = [p.strip() for p in out.stdout.strip().splitlines()[0].split(",")]
-            return {"gpu": name, "driver": driver, "sm_clock": clock}
+            return {"gpu": name, "driver": driver, "idle_sm_clock": clock}
     except (OSError, subprocess.TimeoutExpired, ValueError):
         pass
-    return {"gpu": "no GPU", "driver": "", "sm_clock": ""}
+    return {"gpu": "no GPU", "driver": "", "idle_sm_clock": ""}
 
 
 def foreign_processes(device=None):

@@ -119,6 +119,7 @@ class Submission:
         self.cfg = config()
         self.reference = library(lesson, "reference")
         self.work = self.lib = self.key = None
+        self.slot = None    # (GPU slot, when its grading started), once it is graded
         self.record = None  # set once the result is known (cached, failed to build, or graded)
 
     def lookup(self, use_cache=True):
@@ -137,6 +138,8 @@ class Submission:
     def _finish(self, ident, result):
         record = {"name": self.name, "source": self.path, "lesson": self.lesson.name, **ident, "cached": False,
                   "sandbox": self.sandbox.mode, "bench": [], "clean": True}
+        if self.slot:
+            record.update(device=self.slot[0], grading_s=round(time.monotonic() - self.slot[1], 1))
         record.update(result)
         record.update(summarise(record["bench"]))
         self.store.remember(self.key, record)
@@ -177,12 +180,10 @@ class Submission:
             return stub is not None and f.read() == stub
 
     def grade(self, device=None):
-        """Grades the built library on `device` in the sandbox; returns the record."""
-        started = time.monotonic()
-        record = self._grade(device)
-        record["device"] = "cpu" if device is None else str(device)
-        record["grading_s"] = round(time.monotonic() - started, 1)
-        return record
+        """Grades the built library on `device` in the sandbox; returns the record (with its GPU slot
+        and how long the grading took, kept in the cache with it)."""
+        self.slot = ("cpu" if device is None else str(device), time.monotonic())
+        return self._grade(device)
 
     def _grade(self, device):
         lesson, limits = self.lesson, self.limits
@@ -269,6 +270,9 @@ def _remote_verdict(remote, lesson, limits):
                                       f"{remote.code} without a report: " + remote.grader_output.strip()[-300:])}
     result = {"verdict": report.get("verdict"), "detail": report.get("reason", ""), "bench": report.get("bench", []),
               "cuda": report.get("cuda", ""), "remote": True}
+    for key in ("clocks", "remote_clock", "copy_gbps"):
+        if report.get(key):
+            result[key] = report[key]
     if report.get("driver"):
         result["driver"] = report["driver"]
     if report.get("host_lost"):
