@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/correctness_runner.h"
+#include "engine/gpu_case.h"
 #include "emu/control.h"
 #include "report/failure_summary.h"
 #include "engine/launch_guard.h"
@@ -43,7 +44,7 @@ struct Args {
 
 const char* kUsageText =
     "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
-    "                     [--cases TEXT[,TEXT...]] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
+    "                     [--cases TEXT[,=NAME...]] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
     "       wb-grader-emu --list-cases --lesson N --student LIB.so [--reference LIB.so]\n"
     "                     (prints the name of every case of the lesson's plan as the GPU grader builds it,\n"
     "                     one a line; runs nothing)\n"
@@ -179,6 +180,7 @@ int grade(const Args& args) {
         PlanOptions options;
         options.max_checked_bench_elements = kCheckedBenchElements;
         options.cpu_emulator = true;
+        set_tight_inputs(true);
         // The reference is only timed, never run for correctness: the student stands in for it.
         LessonPlan plan = make_plan(args.lesson, *student, student.get(), options);
         const std::vector<CaseResult> not_run = set_aside_large_cases(plan, args.filter);

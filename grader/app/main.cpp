@@ -51,7 +51,7 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader --lesson N --student LIB.so [--reference LIB.so] [--source-name NAME]\n"
     "                 [--seed S] [--json FILE] [--no-bench] [--full-bench] [--samples N]\n"
-    "                 [--cases TEXT[,TEXT...]] [--small] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
+    "                 [--cases TEXT[,=NAME...]] [--small] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
     "       wb-grader --lesson N --student LIB.so --reference LIB.so --profile-side student|reference\n"
     "                 [--profile-shape SHAPE[/DTYPE]] --profile-info FILE   (one launch, for Nsight Compute)\n"
     "       wb-grader --lesson N --remote-student FD [--reference LIB.so] [options above]\n"

@@ -100,7 +100,10 @@ bool case_selected(const std::string& filter, const std::string& name) {
     while (start <= filter.size()) {
         const size_t comma = std::min(filter.find(',', start), filter.size());
         const std::string part = filter.substr(start, comma - start);
-        if (!part.empty() && name.find(part) != std::string::npos) return true;
+        // `=NAME` selects the case named NAME exactly (a list made by a program: mutation coverage).
+        if (part.size() > 1 && part[0] == '=' ? name == part.substr(1)
+                                              : !part.empty() && name.find(part) != std::string::npos)
+            return true;
         start = comma + 1;
     }
     return false;

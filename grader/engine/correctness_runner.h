@@ -9,7 +9,8 @@
 
 namespace workbook {
 
-/// Whether case `name` is selected by `--cases`: a comma-separated list of substrings, any of which may match.
+/// Whether case `name` is selected by `--cases`: a comma-separated list of substrings, any of which may match
+/// (`=NAME`: the case named NAME exactly).
 bool case_selected(const std::string& filter, const std::string& name);
 
 /// The detail of a case that --fail-fast left out after an earlier case failed.

@@ -7,9 +7,11 @@
 
 namespace workbook {
 
-DeviceTensor::DeviceTensor(DType dtype, Layout layout, int64_t misalign) : dtype_(dtype), layout_(layout) {
-    lead_bytes_ = kGuardBytes + static_cast<std::size_t>(misalign) * dtype_size(dtype);
-    total_bytes_ = lead_bytes_ + span_bytes() + kGuardBytes;
+DeviceTensor::DeviceTensor(DType dtype, Layout layout, int64_t misalign, std::size_t guard_bytes)
+    : dtype_(dtype), layout_(layout), guard_bytes_(span_bytes() ? guard_bytes : kGuardBytes) {
+    // An empty tensor keeps its guard zones: its pointer must still be a real allocation's.
+    lead_bytes_ = guard_bytes_ + static_cast<std::size_t>(misalign) * dtype_size(dtype);
+    total_bytes_ = lead_bytes_ + span_bytes() + guard_bytes_;
     base_ = static_cast<unsigned char*>(allocate_device(total_bytes_));
 }
 

@@ -17,10 +17,12 @@ inline constexpr unsigned char kMarkerByte = 0xA5;
 /// Byte pattern of a poisoned output element: a NaN in fp32, fp16 and bf16.
 inline constexpr unsigned char kPoisonByte = 0xFF;
 
-/// A tensor whose first element sits `misalign` elements past a 256-byte boundary.
+/// A tensor whose first element sits `misalign` elements past a 256-byte boundary, with `guard_bytes` of
+/// guard zone before and after it (0: the data is the whole allocation but for the misalignment, so that
+/// an access before or past it is outside the allocation).
 class DeviceTensor {
 public:
-    DeviceTensor(DType dtype, Layout layout, int64_t misalign = 0);
+    DeviceTensor(DType dtype, Layout layout, int64_t misalign = 0, std::size_t guard_bytes = kGuardBytes);
     ~DeviceTensor();
     DeviceTensor(const DeviceTensor&) = delete;
     DeviceTensor& operator=(const DeviceTensor&) = delete;
@@ -32,6 +34,7 @@ public:
     unsigned char* base() const { return base_; }
     std::size_t lead_bytes() const { return lead_bytes_; }
     std::size_t total_bytes() const { return total_bytes_; }
+    std::size_t guard_bytes() const { return guard_bytes_; }
 
 private:
     DType dtype_;
@@ -39,6 +42,7 @@ private:
     unsigned char* base_ = nullptr;
     std::size_t lead_bytes_ = 0;
     std::size_t total_bytes_ = 0;
+    std::size_t guard_bytes_ = kGuardBytes;
 };
 
 }  // namespace workbook

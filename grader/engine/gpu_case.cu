@@ -23,6 +23,10 @@
 namespace workbook {
 namespace {
 
+bool g_tight_inputs = false;  ///< set_tight_inputs: inputs no output overwrites get no guard zone
+
+bool is_overwritten(const GpuCall& call, size_t input);
+
 /// The tensors of one call, with aliases resolved to their input's memory.
 struct CallTensors {
     std::vector<std::shared_ptr<DeviceTensor>> owned;  // one per role; aliases share
@@ -33,7 +37,10 @@ struct CallTensors {
             if (role.alias_of >= 0) {
                 owned.push_back(owned.at(role.alias_of));
             } else {
-                owned.push_back(std::make_shared<DeviceTensor>(call.dtype_of(owned.size()), role.layout, role.misalign));
+                const std::size_t guard = g_tight_inputs && role.is_input && !is_overwritten(call, owned.size()) ? 0
+                                                                                                       : kGuardBytes;
+                owned.push_back(
+                    std::make_shared<DeviceTensor>(call.dtype_of(owned.size()), role.layout, role.misalign, guard));
             }
             data.push_back(owned.back()->data());
         }
@@ -175,6 +182,8 @@ double bytes_moved(const GpuCall& call) {
     }
     return bytes;
 }
+
+void set_tight_inputs(bool on) { g_tight_inputs = on; }
 
 CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name) {
     cudaStream_t stream = grader_stream();

@@ -65,6 +65,13 @@ struct GpuCall {
 /// Builds the call for one repetition's seed.
 using CallBuilder = std::function<GpuCall(uint64_t seed)>;
 
+/// On the CPU emulator (wb-grader-emu) the inputs no output overwrites are allocated with no guard zone:
+/// their data is the whole allocation, and the emulator checks every access against its allocation, so a
+/// read one element before or past an input (a loop bound one too far, a vector loaded whole past the
+/// row's end) is an illegal address instead of a read of the guard's bytes. On a GPU the guard zones stay:
+/// they catch writes past an input, which only compute-sanitizer would see in a tight allocation.
+void set_tight_inputs(bool on);
+
 /// Runs the call once: fill, poison, launch (captured into a graph when `capture`), compare every
 /// output with the oracle, check guard zones, padding and unchanged inputs.
 CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name);

@@ -244,10 +244,14 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
 }
 
 std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream) {
-    std::vector<unsigned char> lead(t.lead_bytes()), tail(kGuardBytes);
-    WB_CUDA_CHECK(cudaMemcpyAsync(lead.data(), t.base(), lead.size(), cudaMemcpyDeviceToHost, stream));
-    WB_CUDA_CHECK(cudaMemcpyAsync(tail.data(), t.base() + t.lead_bytes() + t.span_bytes(), tail.size(),
-                                  cudaMemcpyDeviceToHost, stream));
+    std::vector<unsigned char> lead(t.lead_bytes()), tail(t.guard_bytes());
+    // A tight input (set_tight_inputs) has no guard zone: nothing to copy, and the tail would start one
+    // past the allocation's end.
+    if (!lead.empty())
+        WB_CUDA_CHECK(cudaMemcpyAsync(lead.data(), t.base(), lead.size(), cudaMemcpyDeviceToHost, stream));
+    if (!tail.empty())
+        WB_CUDA_CHECK(cudaMemcpyAsync(tail.data(), t.base() + t.lead_bytes() + t.span_bytes(), tail.size(),
+                                      cudaMemcpyDeviceToHost, stream));
     StatsBuffer stats(stream);
     if (t.layout().rows > 0) {
         padding_check_kernel<<<grid_for(t.layout().span()), kThreads, 0, stream>>>(

@@ -285,6 +285,31 @@ class NoGpuTests(GradeTestCase):
         self.assertNotIn(ran[0]["name"], ("past_2pow31_elements", "many_rows_gt_65535"))
         self.assertIn("not run (--fail-fast)", out)
 
+    def test_a_case_named_exactly_runs_alone(self):
+        """`--cases =NAME` selects the case named NAME, not every case whose name contains it."""
+        solution = os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu")
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson2", "--source", solution, "--cases", "=one_row", "--json", path)
+        self.assertEqual(code, 0, out)
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual([c["name"] for c in json.load(f)["cases"]], ["one_row"])
+        code, out = self.grade("lesson2", "--source", solution, "--cases", "one_row", "--json", path)
+        with open(path, encoding="utf-8") as f:
+            self.assertIn("one_row_partial_vector", [c["name"] for c in json.load(f)["cases"]])
+
+    def test_a_read_past_the_end_of_an_input_is_caught_on_the_cpu_emulator(self):
+        """On the emulator the inputs have no guard zone: one element read past x's end (here, by the last
+        row's lane 0, the value unused) is an illegal address, not a read of the guard's bytes."""
+        with open(os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu"), encoding="utf-8") as f:
+            text = f.read()
+        loop = "for (int64_t c = lane; c < cols; c += kWarpSize) sum += xr[c] * xr[c];"
+        bad = text.replace(loop, loop + " if (lane == 0) { volatile float past = xr[cols]; (void)past; }")
+        self.assertNotEqual(bad, text)
+        code, out = self.grade("lesson2", "--source", self.write("past.cu", bad), "--cases", "=one_row")
+        self.assertEqual(code, 1, out)
+        self.assertIn("illegal address", out)
+        self.assertIn("past the end", out)
+
     def test_solution_passes_on_the_cpu_emulator(self):
         solution = os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu")
         code, out = self.grade("lesson2", "--source", solution, "--cases", "cols")

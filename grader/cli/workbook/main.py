@@ -46,7 +46,7 @@ def _parser():
     p.add_argument("--seed", help="reproduce a run's inputs (each run prints its seed)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     p.add_argument("--no-bench", action="store_true", help="correctness only, skip the timing gate")
-    p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT (several: TEXT,TEXT)")
+    p.add_argument("--cases", metavar="TEXT", help="run only the cases whose name contains TEXT (several: TEXT,TEXT; =NAME: exactly NAME)")
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first failing case (the cases run smallest first); the rest are listed as not run")
     p.add_argument("--samples", type=int, help="timed samples per kernel and shape (default 15)")
