@@ -178,6 +178,22 @@ def stop_all():
             _kill_group(proc)
 
 
+# The emulator's watchdog for mutation runs (its default is 20 s): many gradings at once on a loaded
+# machine stretch a long launch (lesson 3's 70001 rows) past 20 s, and a watchdog stop is a kill.
+WATCHDOG_SECONDS = "90"
+
+
+def grading_env(**extra):
+    """The environment of a grading run: the emulator's watchdog for loaded machines, `extra` set, the
+    mutant switch and coverage file of the caller's own environment left out."""
+    env = dict(os.environ)
+    env.setdefault("WORKBOOK_WATCHDOG_SECONDS", WATCHDOG_SECONDS)
+    env.pop(schema.ENV, None)
+    env.pop(schema.COVERAGE_ENV, None)
+    env.update(extra)
+    return env
+
+
 def grade_one(lesson, mutant_path, content, work, mode, seed, timeout_s, keep_libs=False):
     """Grades one mutant file with ./grade; returns (status, detail, seconds)."""
     json_path = mutant_path + ".json"
@@ -185,8 +201,7 @@ def grade_one(lesson, mutant_path, content, work, mode, seed, timeout_s, keep_li
            "--fail-fast", "--json", json_path, "--seed", str(seed)]
     if mode == "emulator":
         cmd.append("--emulate")
-    env = dict(os.environ, WORKBOOK_STATE_DIR=os.path.join(work, "state"))  # not the learner's progress
-    env.pop(schema.ENV, None)
+    env = grading_env(WORKBOOK_STATE_DIR=os.path.join(work, "state"))  # not the learner's progress
     start = time.time()
     status, detail, seconds = _run_grading(cmd, env, json_path, mutant_path + ".log", timeout_s)
     if not keep_libs:
@@ -194,15 +209,16 @@ def grade_one(lesson, mutant_path, content, work, mode, seed, timeout_s, keep_li
     return status, detail, seconds
 
 
-def grade_in_schema(lesson, lib, shown, number, log_base, seed, timeout_s):
+def grade_in_schema(lesson, lib, shown, number, log_base, seed, timeout_s, cases=None):
     """Grades mutant `number` of the schema compiled into `lib` (the emulator's grader, run directly);
-    returns (status, detail, seconds). Number 0 grades the reference the schema holds."""
+    returns (status, detail, seconds). Number 0 grades the reference the schema holds. `cases`: the names
+    of the only cases to run (None: every case)."""
     from workbook import emulated
     json_path = log_base + ".json"
-    args = types.SimpleNamespace(seed=seed, json=json_path, cases=None, fail_fast=True)
+    selected = ",".join("=" + c for c in cases) if cases else None
+    args = types.SimpleNamespace(seed=seed, json=json_path, cases=selected, fail_fast=True)
     cmd = emulated.grader_command(lesson, lib, shown, args)
-    env = dict(os.environ)
-    env[schema.ENV] = str(number)
+    env = grading_env(**{schema.ENV: str(number)})
     return _run_grading(cmd, env, json_path, log_base + ".log", timeout_s)
 
 

@@ -33,9 +33,9 @@ import sys
 import threading
 import time
 
-from . import operators, schema, schema_compile
+from . import coverage, operators, schema, schema_compile
 from .grading import (  # noqa: F401  (part of this module's interface)
-    EQUIVALENT, ERROR, HANG, KILLED, KNOWN_EXIT_CODES, NOT_COMPILED, SURVIVED, TIMEOUT, cache_key, classify,
+    EQUIVALENT, ERROR, HANG, KILLED, KNOWN_EXIT_CODES, NOT_COMPILED, SURVIVED, TIMEOUT, WATCHDOG_SECONDS, cache_key, classify,
     grade_in_schema, grade_one, graded_on, grader_fingerprint, mutant_suffix, remove_grader_copies, stop_all)
 from .report import (  # noqa: F401
     DEFAULT_OUT_ROOT, SUMMARY, format_score, table_header, table_row, tally, write_reports, write_summary)
@@ -45,6 +45,9 @@ sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
 from workbook.lessons import UsageError, all_lessons, find_lesson  # noqa: E402
 
 EQUIVALENT_DIR = os.path.join(ROOT, "grader", "mutation", "equivalent")
+# The detail of a survivor no case infects (coverage.py): it runs no case, and cannot fail one.
+NOT_INFECTED = ("no case infects it: in the coverage run of the reference its edit never changed a value "
+                "(nor was its place reached, where a value cannot be compared), so every case runs as for the reference")
 
 
 class MutationError(Exception):
@@ -171,14 +174,17 @@ def _source_changed(lesson):
 
 def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed=1, timeout_s=1200,
                fresh=False, check_equivalent=False, keep_libs=False, log=print, sample=None, schemata=True,
-               stop_after=None):
+               stop_after=None, use_coverage=True):
     """Grades the selected mutants of one lesson and writes OUT's reports; returns the results dict.
     `schemata`: on the emulator, compile the mutants together (schema.py) instead of one by one.
     `stop_after`: seconds after which no further mutant is started; the report then covers the graded
-    ones (partial) and says how many were left."""
+    ones (partial) and says how many were left. `use_coverage`: run a schema's mutants only on the cases
+    that infect them (coverage.py)."""
     text, mutants = lesson_mutants(lesson)
     equivalent = load_equivalent(lesson, mutants)
     chosen = select(mutants, only, limit, sample, f"{lesson.slug}-{seed}")
+    # The grader's command lines (workbook.emulated) read the watchdog from this process's environment.
+    os.environ.setdefault("WORKBOOK_WATCHDOG_SECONDS", WATCHDOG_SECONDS)
     os.makedirs(os.path.join(out, "mutants"), exist_ok=True)
     os.makedirs(os.path.join(out, "cache"), exist_ok=True)
     work = out
@@ -202,7 +208,7 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
         f"(cache or equivalent), {len(todo)} to grade on {graded_on(lesson, mode)}")
     started = time.time()
     deadline = started + stop_after if stop_after else None
-    built, in_schema = [], {}
+    built, in_schema, infected = [], {}, {}
     use_schemata = schemata and mode == "emulator" and lesson.needs_gpu and len(todo) > 1
     prepared_s = 0.0
     done = [0]
@@ -217,8 +223,14 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
             f.write(content)
         if m.name in in_schema:
             s, number = in_schema[m.name]
-            status, detail, seconds = grade_in_schema(lesson, s.lib, s.shown, number, path, seed, timeout_s)
-            via = "schema"
+            cases = infected[s.path].cases_for(number) if infected.get(s.path) else None
+            if cases == []:
+                status, detail, seconds = SURVIVED, NOT_INFECTED, 0.0
+                via = "coverage"
+            else:
+                status, detail, seconds = grade_in_schema(lesson, s.lib, s.shown, number, path, seed, timeout_s,
+                                                          cases)
+                via = "schema" if cases is None else f"schema, {len(cases)} case(s)"
         else:
             status, detail, seconds = grade_one(lesson, path, content, work, mode, seed, timeout_s, keep_libs)
             via = "alone"
@@ -248,6 +260,14 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
                 # its mutants (a fraction of a second each when killed) go ahead of those still waiting.
                 queue.add_last([item for item in todo if item[0].name in alone])
                 built, singles = schema_compile.prepare(lesson, text, placed, pairs, out, seed, timeout_s, log)
+                for sc in built if use_coverage else []:
+                    t0 = time.time()
+                    folder = os.path.join(out, "coverage", os.path.basename(sc.path))
+                    infected[sc.path] = coverage.infection(lesson, sc, folder, seed, timeout_s, jobs, log)
+                    if infected[sc.path]:
+                        n = sum(1 for k in sc.numbers.values() if infected[sc.path].cases_for(k) == [])
+                        log(f"  coverage of {os.path.basename(sc.path)}: {len(infected[sc.path].by_case)} case(s) "
+                            f"run one by one in {time.time() - t0:.0f} s; {n} of its mutants infected by none")
                 prepared_s = time.time() - started
                 single_names = {m.name for m in singles}
                 for sc in built:

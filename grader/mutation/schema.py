@@ -27,11 +27,34 @@ from dataclasses import dataclass, field
 from .cxx_source import Source, _split_top, expression_bounds
 
 ENV = "WORKBOOK_MUTANT"
+COVERAGE_ENV = "WORKBOOK_MUTANT_COVERAGE"
 VAR = "__wb_mutant"
-# Line 1 of the schema starts with this (the reference's line 1 follows it on the same line).
-PRELUDE = ('extern "C" char* getenv(const char*) noexcept; '
-           f'static const int {VAR} = [] {{ const char* s = getenv("{ENV}"); int k = 0; '
-           "for (; s && *s >= '0' && *s <= '9'; ++s) k = 10 * k + (*s - '0'); return k; }(); ")
+MAX_MUTANTS = 8192
+# Line 1 of the schema starts with this (the reference's line 1 follows it on the same line). Nothing is
+# included (line 1 holds a comment's start in every reference): open and pwrite are declared as glibc
+# declares them. In coverage mode (WORKBOOK_MUTANT_COVERAGE=FILE) byte K of FILE is set to 1 the first time
+# mutant K is *infected*: its arm's value differs from the reference's there, or, for an arm that cannot
+# be evaluated beside the reference's (a call, a memory access), its place is reached. pwrite reaches the
+# file at once: the grader ends with _Exit, which runs no destructor.
+PRELUDE = (
+    'extern "C" char* getenv(const char*) noexcept; extern "C" int open(const char*, int, ...); '
+    'extern "C" long pwrite(int, const void*, unsigned long, long); '
+    f'static const int {VAR} = [] {{ const char* s = getenv("{ENV}"); int k = 0; '
+    "for (; s && *s >= '0' && *s <= '9'; ++s) k = 10 * k + (*s - '0'); return k; }(); "
+    f'static const int __wb_cover_fd = [] {{ const char* f = getenv("{COVERAGE_ENV}"); '
+    "return f && *f ? open(f, 0102, 0644) : -1; }(); "
+    "static const bool __wb_cover = __wb_cover_fd >= 0; "
+    f"static unsigned char __wb_seen[{MAX_MUTANTS}]; "
+    "static void __wb_hit(int k) { if (!__atomic_exchange_n(&__wb_seen[k], 1, __ATOMIC_RELAXED)) "
+    '(void)pwrite(__wb_cover_fd, "\\1", 1, k); } '
+    "template <class... K> static void __wb_hits(K... k) { (__wb_hit(k), ...); } "
+    "template <class T, class U, class = void> struct __wb_eq { static bool differs(const T&, const U&) { return true; } }; "
+    "template <class T, class U> struct __wb_eq<T, U, decltype(void(bool(*(const T*)nullptr == *(const U*)nullptr)))> "
+    "{ static bool differs(const T& a, const U& b) { return !(a == b); } }; "
+    "template <class T> static T __wb_cmp(T v) { return v; } "
+    "template <class T, class U, class... R> static T __wb_cmp(T v, int k, const U& arm, const R&... rest) "
+    "{ if (__wb_eq<T, U>::differs(v, arm)) __wb_hit(k); return __wb_cmp<T>(v, rest...); } "
+)
 
 
 @dataclass
@@ -339,9 +362,36 @@ def _is_logical(src, a, b):
     return bool(_split_top(src.code, a, b, src.match, "&&") or _split_top(src.code, a, b, src.match, "||"))
 
 
+_CALL = re.compile(r"[\w>]\s*\(")
+_CASTS = re.compile(r"\b(?:static_cast|reinterpret_cast|const_cast|sizeof|alignof|decltype)\s*<[^;]*?>\s*\(|"
+                    r"\b(?:sizeof|alignof|decltype)\s*\(")
+
+
+def pure(code):
+    """True when the expression `code` (masked, one line) can be evaluated beside the reference's with no
+    effect: no call (casts and sizeof aside), no memory access (`[`, `->`, unary `*`), no assignment,
+    increment or decrement, no division or remainder by a variable (a mutant's zero would trap)."""
+    code = _CASTS.sub(" (", code)
+    if _CALL.search(code) or "[" in code or "->" in code or "++" in code or "--" in code:
+        return False
+    if re.search(r"\*(?!\s)", code.replace("*=", "")) or re.search(r"[/%]\s*(?![\d\s])|[/%]\s+(?!\d)", code):
+        return False
+    return re.search(r"(?<![=!<>])=(?!=)", code) is None
+
+
+def _coverage_tail(s, arms, original_line, is_pure):
+    """What the reference's branch evaluates in coverage mode: its value compared with each arm's, or, where
+    that cannot be done, a note that the place was reached."""
+    keys = ", ".join(str(k) for k, _ in arms)
+    if is_pure:
+        pairs = ", ".join(f"{k}, ({code})" for k, code in arms)
+        return f"__wb_cover ? __wb_cmp(({original_line}), {pairs}) : "
+    return f"__wb_cover ? (__wb_hits({keys}), ({original_line})) : "
+
+
 def render(text, s, src=None):
-    """The switch `s` as source: every member's arm on the place's first line, then the reference's
-    own text of the place, with its lines."""
+    """The switch `s` as source: every member's arm on the place's first line, the coverage branch, then
+    the reference's own text of the place, with its lines."""
     original = text[s.start:s.end]
     if s.kind == "cond":
         # `constexpr (C)` -> `(K ? (static_cast<bool>(C')) : (C))`: a plain if, the keyword dropped.
@@ -350,19 +400,27 @@ def render(text, s, src=None):
         for k, m in s.members:
             mutated = text[open_at + 1:m.start] + m.replacement + text[m.end:s.end - 1]
             arms.append((k, f"static_cast<bool>({_one_line(mutated)})"))
+        cond = text[open_at + 1:s.end - 1]
+        line = f"static_cast<bool>({_one_line(cond)})"
+        is_pure = src is None or pure(_one_line(src.code[open_at + 1:s.end - 1]))
         head = "".join(f"{VAR} == {k} ? ({code}) : " for k, code in arms)
-        return f"{' ' * (open_at - s.start)}({head}({text[open_at + 1:s.end - 1]}))"
+        return f"{' ' * (open_at - s.start)}({head}{_coverage_tail(s, arms, line, is_pure)}({cond}))"
     # A chain with a term dropped may be a lone pointer or number: the chain it replaces is a bool.
     as_bool = s.kind == "expr" and src is not None and _is_logical(src, s.start, s.end)
     arms = []
+    masked = [] if src is None else [_one_line(src.code[s.start:s.end])]
     for k, m in s.members:
         mutated = _one_line(text[s.start:m.start] + m.replacement + text[m.end:s.end])
         arms.append((k, f"static_cast<bool>({mutated})" if as_bool else mutated))
+        masked.append(_one_line(m.replacement))
     if s.kind == "expr":
+        is_pure = src is not None and all(pure(c) for c in masked)
+        line = f"static_cast<bool>({_one_line(original)})" if as_bool else _one_line(original)
         head = "".join(f"{VAR} == {k} ? ({code}) : " for k, code in arms)
-        return f"({head}({original}))"
+        return f"({head}{_coverage_tail(s, arms, line, is_pure)}({original}))"
+    keys = ", ".join(str(k) for k, _ in arms)
     head = "".join(f"if ({VAR} == {k}) {{ {code} }} else " for k, code in arms)
-    return f"{{ {head}{{ {original} }} }}"
+    return f"{{ {head}{{ if (__wb_cover) __wb_hits({keys}); {original} }} }}"
 
 
 def build(text, placed):

@@ -91,7 +91,8 @@ class PlaceTest(unittest.TestCase):
         placed, _ = schema.switches(TOY, numbered(TOY))
         out = schema.build(TOY, placed).splitlines()[23]
         self.assertNotIn("constexpr", out)
-        self.assertIn("if           (__wb_mutant == 9 ? (static_cast<bool>(kLimit >= 3)) : (kLimit > 3)) {", out)
+        self.assertTrue(out.startswith("    if           (__wb_mutant == 9 ? (static_cast<bool>(kLimit >= 3)) : "), out)
+        self.assertTrue(out.endswith(" : (kLimit > 3)) {"), out)
         cond = next(s for s in placed if s.kind == "cond")
         self.assertEqual(schema.lines_of(TOY, cond), (24, 26))  # its branches compile for every instantiation now
 
@@ -226,6 +227,38 @@ class SameResultTest(unittest.TestCase):
         self.assertGreaterEqual(compared, 15)
         # Mutants do change what it prints: the comparison above is not of identical programs.
         self.assertGreater(len({self.run_exe(exe, k) for k, _ in pairs}), 5)
+
+    def test_coverage_names_every_mutant_that_could_change_the_output(self):
+        """Coverage mode: the schema runs as the reference and marks each mutant infected (its value differs
+        where it is evaluated, or its place is reached where it cannot be evaluated beside the reference).
+        A mutant not marked must print what the reference prints: nothing it could fail was skipped."""
+        pairs = numbered(TOY)
+        placed, unplaced = schema.switches(TOY, pairs)
+        exe = self.build("schema", schema.build(TOY, placed))
+        reference = self.run_exe(self.build("reference", TOY))
+        cov = os.path.join(self.tmp, "cov")
+        env = dict(os.environ, **{schema.COVERAGE_ENV: cov})
+        env.pop(schema.ENV, None)
+        out = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60).stdout
+        self.assertEqual(out, reference)  # coverage mode changes nothing the program does
+        with open(cov, "rb") as f:
+            infected = {k for k, b in enumerate(f.read()) if b}
+        not_infected = [(k, m) for k, m in pairs if (k, m) not in unplaced and k not in infected]
+        self.assertTrue(not_infected, "some mutants of the small program are not infected by its one input")
+        self.assertTrue(infected)
+        for k, m in not_infected:
+            self.assertEqual(self.run_exe(exe, k), reference, f"{m.name} was not infected yet prints otherwise")
+        # Pure arms are compared, not merely reached: `a <= b` at (2, 5) and (5, 2) equals `a < b` there.
+        flip = next(k for k, m in pairs if m.name == "flip-cmp@23")
+        self.assertNotIn(flip, infected)
+
+    def test_pure_expressions(self):
+        for code in ("a < b", "nvec <= 128 && rows > 0", "x + 1", "a.rows - 1", "n / 2", "VEC % 2 == 0",
+                     "static_cast<bool>(p != nullptr)", "sizeof(T) == 2"):
+            self.assertTrue(schema.pure(code), code)
+        for code in ("f(x) < 2", "p[0] > 0", "p->x", "*p == 0", "i++ < n", "a = b", "n / d", "x % m",
+                     "__shfl_xor_sync(0xffffffffu, v, 16)", "twice<int>(a) - 1"):
+            self.assertFalse(schema.pure(code), code)
 
 
 if __name__ == "__main__":
