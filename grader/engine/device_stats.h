@@ -11,8 +11,9 @@
 namespace workbook {
 
 /// What a check kernel counts; `first` starts at its maximum and is lowered with atomicMin.
+/// `nan`: wrong elements that hold a NaN the kernel wrote (not the poison).
 struct DeviceStats {
-    unsigned long long bad, unwritten, first;
+    unsigned long long bad, unwritten, first, nan;
 };
 
 /// Device-side counters, zeroed, with `first` at its maximum.
@@ -20,7 +21,7 @@ class StatsBuffer {
 public:
     explicit StatsBuffer(cudaStream_t stream) : stream_(stream) {
         WB_CUDA_CHECK(cudaMallocAsync(&d_, sizeof(DeviceStats), stream));
-        const DeviceStats init{0, 0, ~0ull};
+        const DeviceStats init{0, 0, ~0ull, 0};
         WB_CUDA_CHECK(cudaMemcpyAsync(d_, &init, sizeof init, cudaMemcpyHostToDevice, stream));
     }
     ~StatsBuffer() {

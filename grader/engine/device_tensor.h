@@ -14,8 +14,7 @@ namespace workbook {
 inline constexpr std::size_t kGuardBytes = 4096;
 /// Byte pattern of guard zones and of the padding between rows; outputs must leave it alone.
 inline constexpr unsigned char kMarkerByte = 0xA5;
-/// Byte pattern of a poisoned output element: a NaN in fp32, fp16 and bf16.
-inline constexpr unsigned char kPoisonByte = 0xFF;
+/// What an output element holds before a launch: engine/poison.h.
 
 /// A tensor whose first element sits `misalign` elements past a 256-byte boundary, with `guard_bytes` of
 /// guard zone before and after it (0: the data is the whole allocation but for the misalignment, so that

@@ -8,6 +8,7 @@
 
 #include "engine/device_stats.h"
 #include "engine/check_grid.h"
+#include "engine/poison.h"
 #include "engine/launch_guard.h"
 #include "workbook/cuda_check.h"
 
@@ -48,19 +49,19 @@ __global__ void fill_input_kernel(T* data, Layout layout, ValueSpec spec) {
     }
 }
 
-template <typename Bits>
-__global__ void poison_kernel(Bits* data, Layout layout) {
+template <typename T>
+__global__ void poison_kernel(typename Poison<T>::Bits* data, Layout layout) {
     const int64_t n = layout.rows * layout.cols;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        data[layout.offset(i / layout.cols, i % layout.cols)] = static_cast<Bits>(~Bits(0));
+        data[layout.offset(i / layout.cols, i % layout.cols)] = Poison<T>::bits;
 }
 
-template <typename Bits>
-__global__ void count_poisoned_kernel(const Bits* data, Layout layout, unsigned long long* count) {
+template <typename T>
+__global__ void count_poisoned_kernel(const typename Poison<T>::Bits* data, Layout layout, unsigned long long* count) {
     const int64_t n = layout.rows * layout.cols;
     unsigned long long mine = 0;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        mine += data[layout.offset(i / layout.cols, i % layout.cols)] == static_cast<Bits>(~Bits(0));
+        mine += data[layout.offset(i / layout.cols, i % layout.cols)] == Poison<T>::bits;
     if (mine) atomicAdd(count, mine);
 }
 
@@ -87,7 +88,7 @@ WB_HD inline double expected_value(const OracleProblem& p, OutputKind kind, int6
 }
 
 /// T: the activations' type (the inputs' rounding); S: how the output is stored.
-template <typename T, typename S, typename Bits>
+template <typename T, typename S>
 __global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, const S* y, const RowStats* row_stats,
                                OutputKind kind, Tolerance tol, DeviceStats* stats) {
     const int64_t n = p.rows * cols;
@@ -99,7 +100,8 @@ __global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, con
         const double expected = expected_value<T>(p, kind, r, c, row_stats[r], &scale);
         if (!within(expected, got, tol, scale)) {
             atomicAdd(&stats->bad, 1ull);
-            if (*reinterpret_cast<const Bits*>(&v) == static_cast<Bits>(~Bits(0))) atomicAdd(&stats->unwritten, 1ull);
+            if (is_poison(v)) atomicAdd(&stats->unwritten, 1ull);
+            else if (got != got) atomicAdd(&stats->nan, 1ull);  // a NaN the kernel wrote
             atomicMin(&stats->first, static_cast<unsigned long long>(i));
         }
     }
@@ -161,8 +163,9 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
     const Layout& l = t.layout();
     if (l.rows == 0) return;
     with_type(t.dtype(), [&](auto tag) {
-        using Bits = BitsOf<decltype(tag)>;
-        poison_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(static_cast<Bits*>(t.data()), l);
+        using T = decltype(tag);
+        poison_kernel<T><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+            static_cast<typename Poison<T>::Bits*>(t.data()), l);
     });
     WB_CUDA_CHECK(cudaGetLastError());
 }
@@ -171,9 +174,9 @@ void count_poisoned_async(const DeviceTensor& t, unsigned long long* count, cuda
     const Layout& l = t.layout();
     if (l.rows == 0) return;
     with_type(t.dtype(), [&](auto tag) {
-        using Bits = BitsOf<decltype(tag)>;
-        count_poisoned_kernel<Bits><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
-            static_cast<const Bits*>(t.data()), l, count);
+        using T = decltype(tag);
+        count_poisoned_kernel<T><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
+            static_cast<const typename Poison<T>::Bits*>(t.data()), l, count);
     });
     WB_CUDA_CHECK(cudaGetLastError());
 }
@@ -213,7 +216,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
         oracle_stats_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, row_stats);
         with_type(y.dtype(), [&](auto stored) {
             using S = decltype(stored);
-            compare_kernel<T, S, BitsOf<S>><<<grid_for(p.rows * cols), kThreads, 0, stream>>>(
+            compare_kernel<T, S><<<grid_for(p.rows * cols), kThreads, 0, stream>>>(
                 p, cols, y.layout(), static_cast<const S*>(y.data()), row_stats, kind, result.tol, stats.get());
         });
     });
@@ -222,6 +225,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     const DeviceStats s = stats.read();
     result.bad = s.bad;
     result.unwritten = s.unwritten;
+    result.nan = s.nan;
     if (s.bad == 0) return result;
     result.first_row = static_cast<int64_t>(s.first / cols);
     result.first_col = static_cast<int64_t>(s.first % cols);
@@ -234,7 +238,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
             const auto* src = static_cast<const S*>(y.data()) + y.layout().offset(result.first_row, result.first_col);
             WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
             result.got = Elem<S>::to_float(v);
-            result.first_unwritten = *reinterpret_cast<const BitsOf<S>*>(&v) == static_cast<BitsOf<S>>(~BitsOf<S>(0));
+            result.first_unwritten = is_poison(v);
             double scale = 0.0;
             result.expected = expected_value<T>(p, kind, result.first_row, result.first_col,
                                                 oracle_row_stats<T>(p, result.first_row), &scale);

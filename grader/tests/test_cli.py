@@ -221,6 +221,25 @@ class LessonOneTests(GradeTestCase):
         code, out = self.grade("lesson1", "--source", self.write("half.cpp", bad), "--cases", "prime_cols")
         self.assertEqual(code, 1, out)
 
+    def test_a_nan_the_kernel_wrote_is_not_called_never_written(self):
+        """Issue 30: a NaN the kernel computed is named as a NaN; "never written" is kept for the poison's bits."""
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        # No eps: an all-zero row is 0 * inf = NaN, written in every element of the row.
+        no_eps = text.replace("sum / static_cast<float>(cols) + eps)", "sum / static_cast<float>(cols))")
+        self.assertNotEqual(no_eps, text)
+        code, out = self.grade("lesson1", "--source", self.write("no_eps.cpp", no_eps), "--cases", "all_zero_rows")
+        self.assertEqual(code, 1, out)
+        self.assertRegex(out, r"of the elements are wrong, 0 of them never written, 16384 of them NaN written by the kernel")
+        self.assertNotIn("was never written", out)
+        # One sum for all rows: the NaN of row 37 leaks into every later row, each element written.
+        leaky = text.replace("    for (int64_t r = 0; r < rows; ++r) {", "    float sum = 0.0f;\n    for (int64_t r = 0; r < rows; ++r) {")
+        leaky = leaky.replace("        float sum = 0.0f;\n", "")
+        self.assertEqual(leaky.count("float sum = 0.0f;"), 1)
+        code, out = self.grade("lesson1", "--source", self.write("leaky.cpp", leaky), "--cases", "nan_row_isolated")
+        self.assertEqual(code, 1, out)
+        self.assertRegex(out, r"of the elements are wrong, 0 of them never written, 6656 of them NaN written by the kernel")
+
     def test_remote_grading_checks_from_outside_the_submissions_process(self):
         # The solution passes with its code in a process of its own.
         path = os.path.join(self.tmp, "remote.json")

@@ -2,6 +2,10 @@
 // stub, and the gate's reason. The GPU side of each is exercised by the known-bad catalogue.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
+#include "engine/poison.h"
 #include "report/compare_report.h"
 #include "report/failure_summary.h"
 #include "bench/gate_reason.h"
@@ -151,6 +155,58 @@ TEST(StubNotice, AnOutputNeverWrittenReadsTheSameInEveryCase) {
     EXPECT_TRUE(has(describe_failure(a, "y"), "no element of y was written"));
     b.unwritten = 18;  // partly written: the first wrong element is named
     EXPECT_TRUE(has(describe_failure(b, "y"), "y[row"));
+}
+
+// Issue 30: a NaN the kernel wrote is a NaN, not an element nobody wrote.
+TEST(CompareMessages, AWrittenNaNIsNotCalledUnwritten) {
+    CompareResult r;
+    r.total = 16384;
+    r.bad = 15872;
+    r.nan = 6656;
+    r.first_row = 1, r.first_col = 0;
+    r.expected = 0.5;
+    r.got = std::nan("");
+    const std::string m = describe_failure(r, "y");
+    EXPECT_TRUE(has(m, "y[row 1, col 0]: expected 0.5, got NaN, which the kernel wrote (tolerance")) << m;
+    EXPECT_TRUE(has(m, "15872 of the elements are wrong, 0 of them never written, 6656 of them NaN written by the "
+                       "kernel")) << m;
+    EXPECT_FALSE(has(m, "was never written")) << m;
+    r.nan = 0;
+    r.got = 0.25;  // no NaN among them: nothing said about NaN
+    EXPECT_FALSE(has(describe_failure(r, "y"), "NaN")) << describe_failure(r, "y");
+}
+
+TEST(PoisonBits, EachPoisonIsANaNThatNoArithmeticYields) {
+    // The NaNs a kernel can write: a GPU's canonical ones, a CPU's default one, the inputs' NaN,
+    // each with either sign. None of them may read as the poison.
+    for (uint32_t written : {0x7fffffffu, 0xffffffffu, 0xffc00000u, 0x7fc00000u}) {
+        float f;
+        std::memcpy(&f, &written, 4);
+        EXPECT_FALSE(is_poison(f)) << std::hex << written;
+    }
+    float p;
+    std::memcpy(&p, &Poison<float>::bits, 4);
+    EXPECT_TRUE(std::isnan(p));
+    EXPECT_TRUE(is_poison(p));
+    volatile float one = 1.0f;  // computed at run time: arithmetic on the poison quiets it
+    EXPECT_FALSE(is_poison(static_cast<float>(p * one)));
+    EXPECT_FALSE(is_poison(static_cast<float>(p + one)));
+    for (uint16_t written : {0x7fffu, 0xffffu, 0x7e00u, 0xfe00u}) {
+        __half h;
+        __nv_bfloat16 b;
+        std::memcpy(&h, &written, 2);
+        std::memcpy(&b, &written, 2);
+        EXPECT_FALSE(is_poison(h)) << std::hex << written;
+        EXPECT_FALSE(is_poison(b)) << std::hex << written;
+    }
+    __half h;
+    __nv_bfloat16 b;
+    std::memcpy(&h, &Poison<__half>::bits, 2);
+    std::memcpy(&b, &Poison<__nv_bfloat16>::bits, 2);
+    EXPECT_TRUE(std::isnan(__half2float(h)));
+    EXPECT_TRUE(std::isnan(__bfloat162float(b)));
+    EXPECT_TRUE(is_poison(h) && is_poison(b));
+    EXPECT_TRUE(e4m3_is_nan(Poison<E4m3>::bits));
 }
 
 // Item 2: the gate's reason names the failing shape and its ratio, not the last line of the table.

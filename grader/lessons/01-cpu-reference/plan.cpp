@@ -1,11 +1,11 @@
 /// @file lesson1_cpu.cpp
 /// @brief Cases of lesson 1, graded entirely on the CPU against the same fp64 oracle.
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "engine/buffer_hooks.h"
+#include "engine/poison.h"
 #include "report/compare_report.h"
 #include "lessons/common/plan_helpers.h"
 #include "lessons/01-cpu-reference/api.h"
@@ -47,18 +47,20 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
     // Allocated through the buffer hooks: under remote grading the submission's process maps them.
     HostArray<float> x(n), w(static_cast<size_t>(c.cols)), y(n + 2 * kGuard, kGuardValue);
     float* out = y.data() + kGuard;
+    float poison;
+    std::memcpy(&poison, &Poison<float>::bits, sizeof poison);
     if (c.twice) {
         // A first call on other values in the same arrays: the second call's outputs are checked.
         OracleProblem other = p;
         other.x.seed = mix64(p.x.seed ^ 0x2ca11ull);
         other.weight.seed = mix64(p.weight.seed ^ 0x2ca11ull);
         write_inputs(other, x.data(), w.data());
-        std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+        std::fill(out, out + n, poison);
         fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
     }
     write_inputs(p, x.data(), w.data());
     const std::vector<float> x_before(x.data(), x.data() + n), w_before(w.data(), w.data() + w.size());
-    std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+    std::fill(out, out + n, poison);
 
     fn.rmsnorm(x.data(), w.data(), out, c.rows, c.cols, c.eps);
 
@@ -71,8 +73,10 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
             const double expected = oracle_output<float>(p, r, col, inv);
             const float got = out[r * c.cols + col];
             if (within(expected, got, cmp.tol)) continue;
-            const bool never = std::isnan(got) && !std::isnan(expected);
+            // Never written means the poison's exact bits: a NaN the kernel computed is not that.
+            const bool never = is_poison(got);
             cmp.unwritten += never;
+            cmp.nan += !never && got != got;
             if (cmp.bad++ == 0) {
                 cmp.first_row = r;
                 cmp.first_col = col;

@@ -14,6 +14,7 @@
 
 #include "engine/gpu_case.h"
 #include "engine/launch_guard.h"
+#include "engine/poison.h"
 #include "lessons/common/plan_helpers.h"
 #include "lessons/common/repeat_call.h"
 #include "workbook/cuda_check.h"
@@ -49,15 +50,6 @@ __device__ __forceinline__ void wait_for_prerequisites() {
 #endif
 }
 
-/// All bits set: what the grader poisons an output element with before the launch.
-template <typename T>
-__device__ __forceinline__ bool still_poisoned(const T& v) {
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
-    for (size_t i = 0; i < sizeof(T); ++i)
-        if (b[i] != 0xFF) return false;
-    return true;
-}
-
 /// Lets its dependents launch at once, then pauses, then writes the real x. With `y` it is
 /// still using y until it finishes: an element of y that is no longer the poison the grader put
 /// there was written before the dependent's grid-dependency wait, and the producer then writes
@@ -70,7 +62,7 @@ __global__ void late_producer_kernel(T* x, const T* y, Layout layout, ValueSpec 
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t at = layout.offset(i / layout.cols, i % layout.cols);
         float v = raw_value(spec, i / layout.cols, i % layout.cols, layout.cols);
-        if (y && !still_poisoned(y[at])) v = quiet_nan();
+        if (y && !is_poison(y[at])) v = quiet_nan();
         x[at] = Elem<T>::from_float(v);
     }
 }

@@ -4,15 +4,14 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "engine/device_stats.h"
 #include "engine/gpu_checks.h"
 #include "engine/check_grid.h"
 #include "engine/launch_guard.h"
+#include "engine/poison.h"
 #include "workbook/cuda_check.h"
 #include "workbook/tolerance.h"
 
@@ -30,9 +29,6 @@ void with_type(DType dtype, F&& f) {
         case DType::bf16: f(__nv_bfloat16{}); break;
     }
 }
-
-template <typename T>
-using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 
 
 /// One thread per row: the saved rstd, written where the layout puts row r's one element.
@@ -72,8 +68,8 @@ __global__ void dx_compare_kernel(BackwardProblem p, Layout layout, const T* dx,
         const double got = Elem<T>::to_float(v);
         if (!within(oracle_dx<T>(p, r, col, stats[r]), got, tol, oracle_dx_scale<T>(p, r, col, stats[r]))) {
             atomicAdd(&c->bad, 1ull);
-            if (*reinterpret_cast<const BitsOf<T>*>(&v) == static_cast<BitsOf<T>>(~BitsOf<T>(0)))
-                atomicAdd(&c->unwritten, 1ull);
+            if (is_poison(v)) atomicAdd(&c->unwritten, 1ull);
+            else if (got != got) atomicAdd(&c->nan, 1ull);  // a NaN the kernel wrote
             atomicMin(&c->first, static_cast<unsigned long long>(i));
         }
     }
@@ -89,7 +85,8 @@ __global__ void dweight_compare_kernel(BackwardProblem p, Layout layout, const f
         const ColumnSum want = oracle_dweight<T>(p, col, rstd);
         if (!within(want.sum, v, tol, want.l2)) {
             atomicAdd(&c->bad, 1ull);
-            if (__float_as_uint(v) == 0xffffffffu) atomicAdd(&c->unwritten, 1ull);
+            if (is_poison(v)) atomicAdd(&c->unwritten, 1ull);
+            else if (v != v) atomicAdd(&c->nan, 1ull);  // a NaN the kernel wrote
             atomicMin(&c->first, static_cast<unsigned long long>(col));
         }
     }
@@ -175,6 +172,7 @@ CompareResult compare_dx(const BackwardProblem& p, DType dtype, const DeviceTens
     const DeviceStats c = counters.read();
     result.bad = c.bad;
     result.unwritten = c.unwritten;
+    result.nan = c.nan;
     if (c.bad == 0) return result;
     result.first_row = static_cast<int64_t>(c.first / p.cols);
     result.first_col = static_cast<int64_t>(c.first % p.cols);
@@ -185,7 +183,7 @@ CompareResult compare_dx(const BackwardProblem& p, DType dtype, const DeviceTens
         const auto* src = static_cast<const T*>(dx.data()) + dx.layout().offset(result.first_row, result.first_col);
         WB_CUDA_CHECK(cudaMemcpy(&v, src, sizeof v, cudaMemcpyDeviceToHost));
         result.got = Elem<T>::to_float(v);
-        result.first_unwritten = *reinterpret_cast<const BitsOf<T>*>(&v) == static_cast<BitsOf<T>>(~BitsOf<T>(0));
+        result.first_unwritten = is_poison(v);
         result.expected = oracle_dx<T>(p, result.first_row, result.first_col, backward_row_stats<T>(p, result.first_row));
     });
     return result;
@@ -207,6 +205,7 @@ CompareResult compare_dweight(const BackwardProblem& p, DType dtype, const Devic
     const DeviceStats c = counters.read();
     result.bad = c.bad;
     result.unwritten = c.unwritten;
+    result.nan = c.nan;
     if (c.bad == 0) return result;
     result.first_row = 0;
     result.first_col = static_cast<int64_t>(c.first);
@@ -214,9 +213,7 @@ CompareResult compare_dweight(const BackwardProblem& p, DType dtype, const Devic
     WB_CUDA_CHECK(cudaMemcpy(&v, static_cast<const float*>(dweight.data()) + dweight.layout().offset(0, result.first_col),
                              sizeof v, cudaMemcpyDeviceToHost));
     result.got = v;
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    result.first_unwritten = bits == 0xffffffffu;
+    result.first_unwritten = is_poison(v);
     // The column again on the CPU, from the rows' rstd as they were filled in.
     std::vector<float> host(static_cast<size_t>(p.rows));
     if (p.rows > 0)
