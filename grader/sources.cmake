@@ -6,6 +6,7 @@ set(_g ${CMAKE_CURRENT_LIST_DIR})
 # No CUDA in these: built once, into wb-engine-core.
 set(WB_CORE_SOURCES
   ${_g}/report/run_report.cpp ${_g}/report/failure_summary.cpp ${_g}/report/compare_report.cpp
+  ${_g}/report/guard_report.cpp
   ${_g}/launch/launch_diagnosis.cpp
   ${_g}/engine/lesson_registry.cpp ${_g}/engine/submission.cpp)
 

@@ -3,6 +3,7 @@
 #include "engine/gpu_checks.h"
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "engine/check_grid.h"
 #include "engine/poison.h"
 #include "engine/launch_guard.h"
+#include "report/guard_report.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
@@ -247,6 +249,47 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     return result;
 }
 
+namespace {
+
+/// "0x3f000000 (0.5)": an element's bytes as the hex of its bits and its value in `dtype`.
+std::string element_text(DType dtype, const unsigned char* bytes) {
+    const size_t size = dtype_size(dtype);
+    uint32_t bits = 0;
+    std::memcpy(&bits, bytes, size);  // little-endian, as host and device are
+    double value = 0;
+    with_type(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        T v;
+        std::memcpy(&v, bytes, sizeof v);
+        value = Elem<T>::to_float(v);
+    });
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%0*x (%.9g)", static_cast<int>(2 * size), bits, value);
+    return buf;
+}
+
+/// What changed in one guard zone of `t` (its bytes read back), nearest element to the tensor first.
+GuardWrite guard_zone_write(const DeviceTensor& t, const std::vector<unsigned char>& zone, bool before) {
+    const size_t size = dtype_size(t.dtype());
+    const size_t elements = zone.size() / size;  // the misalignment is whole elements, so the zone is too
+    GuardWrite g;
+    g.before = before;
+    g.span = t.layout().span();
+    for (size_t k = 0; k < elements; ++k) {
+        const unsigned char* e = &zone[(before ? elements - 1 - k : k) * size];
+        bool changed = false;
+        for (size_t b = 0; b < size; ++b) changed |= e[b] != kMarkerByte;
+        if (!changed || g.changed++ > 0) continue;
+        g.index = before ? -static_cast<int64_t>(k + 1) : g.span + static_cast<int64_t>(k);
+        g.got = element_text(t.dtype(), e);
+    }
+    const std::vector<unsigned char> marker(size, kMarkerByte);
+    g.expected = "the guard marker " + element_text(t.dtype(), marker.data());
+    return g;
+}
+
+}  // namespace
+
 std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream) {
     std::vector<unsigned char> lead(t.lead_bytes()), tail(t.guard_bytes());
     // A tight input (set_tight_inputs) has no guard zone: nothing to copy, and the tail would start one
@@ -264,26 +307,17 @@ std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_na
         WB_CUDA_CHECK(cudaGetLastError());
     }
     const DeviceStats s = stats.read();
-    std::size_t before = 0, after = 0;
-    for (unsigned char b : lead) before += b != kMarkerByte;
-    for (unsigned char b : tail) after += b != kMarkerByte;
     std::string out;
     char buf[256];
-    if (before) {
-        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes before %s's "
-                      "first element. ", before, lead.size(), tensor_name);
-        out += buf;
-    }
-    if (after) {
-        std::snprintf(buf, sizeof buf, "wrote outside the output: %zu byte(s) changed in the %zu bytes after %s's "
-                      "last element. ", after, tail.size(), tensor_name);
-        out += buf;
+    for (bool before : {true, false}) {
+        const GuardWrite g = guard_zone_write(t, before ? lead : tail, before);
+        if (g.changed) out += describe_guard_write(g, tensor_name) + ". ";
     }
     if (s.bad) {
         const Layout& l = t.layout();
-        std::snprintf(buf, sizeof buf, "wrote outside the output: %llu padding element(s) of %s changed (elements "
-                      "between a row's end and the next row's start), the first at element %llu (after row %lld). ",
-                      (unsigned long long)s.bad, tensor_name, (unsigned long long)s.first,
+        std::snprintf(buf, sizeof buf, "wrote outside %s: %llu padding element(s) changed (elements between a "
+                      "row's end and the next row's start), the first at index %llu (after row %lld). ",
+                      tensor_name, (unsigned long long)s.bad, (unsigned long long)s.first,
                       (long long)(s.first / l.outer_stride));
         out += buf;
     }
@@ -312,7 +346,7 @@ std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, 
         out = buf;
     }
     const std::string outside = check_untouched_outside(t, tensor_name, stream);
-    if (!outside.empty()) out += "the input's guard zone or padding changed: " + outside;
+    out += outside;  // "wrote outside x: ..." names the input
     return out;
 }
 

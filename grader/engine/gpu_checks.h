@@ -40,7 +40,8 @@ enum class OutputKind {
 CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTensor& y, OutputKind kind,
                              int extra_ulps, cudaStream_t stream);
 
-/// Counts bytes changed outside the owned elements (guard zones and padding); "" when none.
+/// Names writes outside the owned elements (each guard zone: the nearest changed element, expected and
+/// got; the padding: how many elements and the first); "" when none.
 std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_name, cudaStream_t stream);
 /// Checks an input still holds exactly what fill_input wrote; "" when it does.
 std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, const char* tensor_name,

@@ -240,6 +240,18 @@ class LessonOneTests(GradeTestCase):
         self.assertEqual(code, 1, out)
         self.assertRegex(out, r"of the elements are wrong, 0 of them never written, 6656 of them NaN written by the kernel")
 
+    def test_a_write_past_the_output_names_the_guard_element(self):
+        """Issue 30: a guard-zone write names its index, its side, the guard value and what replaced it."""
+        with open(SOLUTION1, encoding="utf-8") as f:
+            text = f.read()
+        shifted = text.replace("float* yr = y + r * cols;", "float* yr = y + r * cols + 1;")
+        self.assertNotEqual(shifted, text)
+        code, out = self.grade("lesson1", "--source", self.write("shifted.cpp", shifted), "--cases", "one_row")
+        self.assertEqual(code, 1, out)
+        self.assertRegex(out, r"wrote outside y: 1 guard element\(s\) after its last element changed, the first at index "
+                              r"4096 \(1 past its last element, index 4095\): expected the guard value -12345\.6777, "
+                              r"got -?[0-9.e+-]+")
+
     def test_remote_grading_checks_from_outside_the_submissions_process(self):
         # The solution passes with its code in a process of its own.
         path = os.path.join(self.tmp, "remote.json")
@@ -353,6 +365,19 @@ class NoGpuTests(GradeTestCase):
         self.assertTrue({"all_zero_rows_f32", "clip_saturates_bf16", "clip_saturates_f16",
                          "clip_saturates_f32"} <= set(names), names)
         self.assertTrue(all(n.startswith("clip_saturates") or n == "all_zero_rows_f32" for n in names), names)
+
+    def test_a_write_before_the_output_names_the_guard_element_on_the_emulator(self):
+        """Issue 30: the GPU lessons' guard zones say the same as lesson 1's: side, index, marker and value."""
+        solution = os.path.join(ROOT, "solutions", "02-one-warp", "rmsnorm_one_warp.cu")
+        with open(solution, encoding="utf-8") as f:
+            text = f.read()
+        shifted = text.replace("float* yr = y + row * cols;", "float* yr = y + row * cols - 1;")
+        self.assertNotEqual(shifted, text)
+        code, out = self.grade("lesson2", "--source", self.write("shifted.cu", shifted), "--cases", "one_row")
+        self.assertEqual(code, 1, out)
+        self.assertRegex(out, r"wrote outside y: 1 guard element\(s\) before its first element changed, the nearest to "
+                              r"it at index -1 \(1 before y\[0\]\): expected the guard marker 0xa5a5a5a5 \(-2\.[0-9]+e-16\), "
+                              r"got 0x[0-9a-f]{8} \(-?[0-9.e+-]+\)")
 
     def test_compile_error_names_the_learners_file(self):
         broken = self.write("broken.cu", "#include <cuda_runtime.h>\nint f() { return undeclared_name; }\n")

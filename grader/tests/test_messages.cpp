@@ -8,6 +8,7 @@
 #include "engine/poison.h"
 #include "report/compare_report.h"
 #include "report/failure_summary.h"
+#include "report/guard_report.h"
 #include "bench/gate_reason.h"
 #include "launch/launch_diagnosis.h"
 
@@ -207,6 +208,32 @@ TEST(PoisonBits, EachPoisonIsANaNThatNoArithmeticYields) {
     EXPECT_TRUE(std::isnan(__bfloat162float(b)));
     EXPECT_TRUE(is_poison(h) && is_poison(b));
     EXPECT_TRUE(e4m3_is_nan(Poison<E4m3>::bits));
+}
+
+// Issue 30: a write into a guard zone names the element, its side, what was there and what is now.
+TEST(GuardMessages, AWriteAfterTheOutputNamesTheFirstIndex) {
+    GuardWrite g;
+    g.changed = 3;
+    g.index = 4096;
+    g.span = 4096;
+    g.expected = "the guard value -12345.6777";
+    g.got = "0.5";
+    const std::string m = describe_guard_write(g, "y");
+    EXPECT_EQ(m, "wrote outside y: 3 guard element(s) after its last element changed, the first at index 4096 (1 past "
+                 "its last element, index 4095): expected the guard value -12345.6777, got 0.5");
+}
+
+TEST(GuardMessages, AWriteBeforeTheOutputNamesTheNearestIndex) {
+    GuardWrite g;
+    g.before = true;
+    g.changed = 1;
+    g.index = -2;
+    g.span = 100;
+    g.expected = "the guard marker 0xa5a5 (-0.0220)";
+    g.got = "0x3c00 (1)";
+    const std::string m = describe_guard_write(g, "residual_out");
+    EXPECT_EQ(m, "wrote outside residual_out: 1 guard element(s) before its first element changed, the nearest to it "
+                 "at index -2 (2 before residual_out[0]): expected the guard marker 0xa5a5 (-0.0220), got 0x3c00 (1)");
 }
 
 // Item 2: the gate's reason names the failing shape and its ratio, not the last line of the table.

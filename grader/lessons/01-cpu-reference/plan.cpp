@@ -1,5 +1,6 @@
 /// @file lesson1_cpu.cpp
 /// @brief Cases of lesson 1, graded entirely on the CPU against the same fp64 oracle.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "engine/buffer_hooks.h"
 #include "engine/poison.h"
 #include "report/compare_report.h"
+#include "report/guard_report.h"
 #include "lessons/common/plan_helpers.h"
 #include "lessons/01-cpu-reference/api.h"
 #include "workbook/oracle.h"
@@ -34,6 +36,33 @@ void write_inputs(const OracleProblem& p, float* x, float* w) {
     for (int64_t r = 0; r < p.rows; ++r)
         for (int64_t col = 0; col < p.cols; ++col) x[r * p.cols + col] = input_value<float>(p.x, r, col, p.cols);
     for (int64_t col = 0; col < p.cols; ++col) w[col] = input_value<float>(p.weight, 0, col, p.cols);
+}
+
+/// The guard zones around the n output elements at y + kGuard: one message per zone a call wrote into.
+std::vector<std::string> guard_writes(const float* y, size_t n) {
+    std::vector<std::string> out;
+    auto value = [](float v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.9g", v);
+        return std::string(buf);
+    };
+    for (bool before : {true, false}) {
+        GuardWrite g;
+        g.before = before;
+        g.span = static_cast<int64_t>(n);
+        for (size_t k = 0; k < kGuard; ++k) {
+            // The nearest element to the output first: the last one before it, the first one after it.
+            const size_t at = before ? kGuard - 1 - k : kGuard + n + k;
+            if (y[at] == kGuardValue) continue;
+            if (g.changed++ == 0) {
+                g.index = static_cast<int64_t>(at) - static_cast<int64_t>(kGuard);
+                g.got = value(y[at]);
+            }
+        }
+        g.expected = "the guard value " + value(kGuardValue);
+        if (g.changed) out.push_back(describe_guard_write(g, "y"));
+    }
+    return out;
 }
 
 CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn) {
@@ -87,11 +116,8 @@ CaseOutcome run_cpu_case(const CpuCase& c, uint64_t seed, const api::Lesson1& fn
         }
     }
     std::string problems = cmp.bad ? describe_failure(cmp, "y") : "";
-    size_t outside = 0;
-    for (size_t i = 0; i < kGuard; ++i) outside += (y[i] != kGuardValue) + (y[kGuard + n + i] != kGuardValue);
-    if (outside)
-        problems += std::string(problems.empty() ? "" : "; ") + "wrote outside the output: " +
-                    std::to_string(outside) + " guard element(s) changed";
+    for (const std::string& g : guard_writes(y.data(), n))
+        problems += std::string(problems.empty() ? "" : "; ") + g;
     if (std::memcmp(x.data(), x_before.data(), n * sizeof(float)) != 0 ||
         std::memcmp(w.data(), w_before.data(), w.size() * sizeof(float)) != 0)
         problems += (problems.empty() ? "" : "; ") + std::string("the inputs x or weight were modified");
