@@ -12,12 +12,36 @@
 #include "engine/launch_guard.h"
 #include "workbook/inputs.h"
 
+#ifdef WORKBOOK_CPU_EMULATOR
+#include "emu/control.h"
+#endif
+
 namespace workbook {
 namespace {
 
 std::string g_fatal;  ///< set once the device is unusable; later cases are skipped
 bool g_fail_fast = false;  ///< --fail-fast: later cases are skipped once one has failed
 bool g_failed = false;     ///< a case has failed
+
+/// On the CPU emulator, the first read of shared memory no thread had written since the last call
+/// ("" on a GPU, which cannot tell).
+std::string unwritten_shared_read() {
+#ifdef WORKBOOK_CPU_EMULATOR
+    return emu::take_unwritten_shared_read();
+#else
+    return "";
+#endif
+}
+
+/// A read of never-written shared memory fails the case, named before the wrong values it led to:
+/// on a GPU the slot holds whatever was there, so the kernel is wrong even where the values
+/// happen to pass here. A launch, stream or kernel failure stays the first cause.
+CaseOutcome with_unwritten_read(CaseOutcome outcome, const std::string& read) {
+    if (read.empty()) return outcome;
+    if (outcome.passed) return CaseOutcome::fail(read);
+    if (outcome.cause == FailureCause::output) outcome.detail = read + "; " + outcome.detail;
+    return outcome;
+}
 
 class CaseTest : public testing::Test {
 public:
@@ -35,6 +59,7 @@ public:
         }
         for (int rep = 0; rep < case_.repeats; ++rep) {
             CaseOutcome outcome;
+            unwritten_shared_read();  // what an earlier case left is not this one's
             try {
                 outcome = case_.run(derive_seed(seed_, case_.name.c_str(), rep), rep);
             } catch (const FatalDeviceError& e) {
@@ -43,6 +68,7 @@ public:
             } catch (const std::exception& e) {
                 outcome = CaseOutcome::fail(std::string("the grader could not run this case: ") + e.what());
             }
+            outcome = with_unwritten_read(std::move(outcome), unwritten_shared_read());
             if (!outcome.passed) {
                 result_.message = outcome.detail;
                 result_.cause = cause_name(outcome.cause);

@@ -379,6 +379,25 @@ class NoGpuTests(GradeTestCase):
                               r"it at index -1 \(1 before y\[0\]\): expected the guard marker 0xa5a5a5a5 \(-2\.[0-9]+e-16\), "
                               r"got 0x[0-9a-f]{8} \(-?[0-9.e+-]+\)")
 
+    def test_a_read_of_never_written_shared_memory_is_named_before_the_wrong_values(self):
+        """Issue 30: the emulator names the read of a slot no warp wrote, with its line, before the values it spoiled."""
+        solution = os.path.join(ROOT, "solutions", "03-block-reduce", "rmsnorm_block_reduce.cu")
+        with open(solution, encoding="utf-8") as f:
+            text = f.read()
+        unguarded = text.replace("float total = lane < num_warps ? partials[lane] : 0.0f;",
+                                 "float total = partials[lane];")
+        self.assertNotEqual(unguarded, text)
+        line = next(i for i, l in enumerate(unguarded.splitlines(), 1) if "float total = partials[lane];" in l)
+        path = os.path.join(self.tmp, "r.json")
+        code, out = self.grade("lesson3", "--source", self.write("unguarded.cu", unguarded), "--cases", "one_row",
+                               "--json", path)
+        self.assertEqual(code, 1, out)
+        with open(path, encoding="utf-8") as f:
+            case = next(c for c in json.load(f)["cases"] if c["name"] == "one_row")
+        self.assertRegex(case["detail"], rf"^read of shared memory never written: partials\[[0-9]+\] at unguarded\.cu:{line} "
+                                         r"by block \([0-9]+,0,0\) warp [0-9]+ lane [0-9]+ \(thread \([0-9]+,0,0\)\): .*; "
+                                         r"y\[row 0, col 0\]: expected")
+
     def test_compile_error_names_the_learners_file(self):
         broken = self.write("broken.cu", "#include <cuda_runtime.h>\nint f() { return undeclared_name; }\n")
         code, out = self.grade("lesson2", "--source", broken)

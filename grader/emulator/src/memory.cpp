@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "scheduler_state.h"
+#include "unwritten_reads.h"
 
 namespace emu {
 namespace {
@@ -216,7 +217,8 @@ inline __attribute__((always_inline)) void check_inline(const void* addr, std::s
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     if (aligned_access && bytes > 1 && (a & (bytes - 1))) report_misaligned(a, bytes, write, pc);
     if (a - u->arena_lo < u->arena_span) {
-        if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);  // atomics never race
+        if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);
+        else shared_unordered_access(a - u->arena_lo, bytes, write);  // atomics never race, but they write
         return;
     }
     if (a - g_heap_lo >= kHeapBytes) return;  // not device memory: the thread's stack, host memory

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
+#include "unwritten_reads.h"
 
 namespace emu {
 
@@ -68,7 +69,9 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
     const AccessTag now{epoch, release, pc, gwarp, t.lane};
     for (std::size_t w = first; w <= last; ++w) {
         ShadowWord& s = tls_shadow[w];
+        const uint8_t bytes_here = byte_mask(w, offset, bytes);
         if (write) {
+            s.written |= bytes_here;
             if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "wrote", now);
             if (!ordered(s.read, t, gwarp, epoch)) report_race(u, w, rank, "read", s.read, "wrote", now);
             if (s.read_multi && s.read.warp != -1 && !(s.read.warp / 32 == t.rank && s.read.epoch != epoch) &&
@@ -81,6 +84,8 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
                             "wrote", now);
             s.write = now;
         } else {
+            if ((s.written & bytes_here) != bytes_here)
+                note_unwritten_read(u, w * 4 + static_cast<unsigned>(__builtin_ctz(bytes_here & ~s.written)), pc);
             if (!ordered(s.write, t, gwarp, epoch)) report_race(u, w, rank, "wrote", s.write, "read", now);
             // Reads made together with the last one (read_multi) are ordered before this read
             // when the last one would be, whichever warp makes this one: then they are history.
@@ -99,6 +104,11 @@ void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write
             }
         }
     }
+}
+
+void shared_unordered_access(uintptr_t offset, std::size_t bytes, bool write) {
+    if (!write || bytes == 0) return;  // a read here may be a spin on a flag not yet set: never reported
+    for (std::size_t w = offset / 4; w <= (offset + bytes - 1) / 4; ++w) tls_shadow[w].written |= byte_mask(w, offset, bytes);
 }
 
 }  // namespace emu

@@ -115,10 +115,12 @@ struct AccessName {
 /// Race-detector shadow of one 4-byte shared-memory word: the last write, and a read not yet
 /// ordered before the next access (`read_multi`: more than one warp read it unordered;
 /// `other_read`: the latest of those reads by a warp other than `read`'s, to name in a report).
+/// `written`: one bit per byte written since the block's shared memory was poisoned.
 struct ShadowWord {
     AccessTag write, read;
     AccessName other_read;
     bool read_multi = false;
+    uint8_t written = 0;
 };
 
 /// The runtime is loaded with the program, so its thread-locals can live in static TLS.

@@ -1,19 +1,77 @@
 /// @file shared_memory.cpp
-/// @brief A block's shared memory: static __shared__ slots and the dynamic arena, poisoned with NaN.
+/// @brief A block's shared memory: static __shared__ slots and the dynamic arena, poisoned with NaN,
+///        and the report of a read of a part of it no thread had written.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "emu/control.h"
 #include "internal.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
+#include "unwritten_reads.h"
 
 namespace emu {
 
 namespace {
 constexpr uint32_t kSharedPoison = 0x7fffffffu;  // NaN as fp32, like the grader's scribble on the GPU
+
+/// What the source says about one static __shared__ declaration, for reports.
+struct SlotName {
+    const char* name = nullptr;
+    std::size_t bytes = 0, element = 0;
+    int dims = 0;
+};
+std::mutex g_names_mu;
+std::unordered_map<const void*, SlotName> g_names;  ///< declaration key -> its name
+
+/// The dynamic shared memory's declared name on this worker, and the launch it was declared in.
+struct DynamicName {
+    const LaunchState* launch = nullptr;
+    const char* name = nullptr;
+    std::size_t element = 0;
+};
+thread_local EMU_FAST_TLS DynamicName tls_dynamic_name;
+
+/// The first read of never-written shared memory since the grader last took it.
+std::mutex g_note_mu;
+std::string g_note;
+std::atomic<bool> g_noted{false};
+
+/// "partials[3]", "tile (element 40, counting row by row)", "temp (byte 12)": byte `byte` of a
+/// declaration named `name` whose elements are `element` bytes, with `dims` array dimensions.
+std::string element_text(const char* name, std::size_t byte, std::size_t element, int dims) {
+    const std::string n = name;
+    if (element == 0) return n + " (byte " + std::to_string(byte) + ")";
+    const std::size_t index = byte / element;
+    if (dims == 1) return n + "[" + std::to_string(index) + "]";
+    if (dims > 1) return n + " (element " + std::to_string(index) + ", counting row by row)";
+    return element > 4 ? n + " (byte " + std::to_string(byte) + ")" : n;
+}
+
+/// What the source calls byte `offset` of the unit's arena.
+std::string shared_object_text(const UnitState& u, uintptr_t offset) {
+    LaunchState& l = *u.launch;
+    const std::size_t local = offset % u.arena_stride;
+    if (local < l.dynamic_bytes) {
+        const DynamicName& d = tls_dynamic_name;
+        if (d.launch == &l && d.name) return element_text(d.name, local, d.element, 1);
+        return "byte " + std::to_string(local) + " of the dynamic shared memory (extern __shared__)";
+    }
+    std::lock_guard<std::mutex> lock(l.mu);
+    std::lock_guard<std::mutex> names(g_names_mu);
+    for (const auto& [key, start] : l.slots) {
+        auto it = g_names.find(key);
+        if (it == g_names.end() || local < start || local >= start + it->second.bytes) continue;
+        return element_text(it->second.name, local - start, it->second.element, it->second.dims);
+    }
+    return "byte " + std::to_string(local - l.dynamic_bytes) + " of the static __shared__ memory";
+}
+
 }  // namespace
 
 thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
@@ -21,9 +79,37 @@ thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
 void fill_poison(unsigned char* p, std::size_t bytes) {
     for (std::size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(p + i, &kSharedPoison, 4);
     for (std::size_t i = bytes & ~std::size_t(3); i < bytes; ++i) p[i] = 0xff;
+    // Poisoned is unwritten: the shadow forgets what earlier blocks on this worker wrote there.
+    const std::size_t offset = static_cast<std::size_t>(p - tls_arena.data());
+    if (bytes == 0 || offset + bytes > tls_shadow.size() * 4) return;
+    for (std::size_t w = offset / 4; w <= (offset + bytes - 1) / 4; ++w)
+        tls_shadow[w].written &= static_cast<uint8_t>(~byte_mask(w, offset, bytes));
 }
 
-void* shared_slot(const void* key, std::size_t bytes, std::size_t align) {
+void note_unwritten_read(const UnitState& u, uintptr_t offset, const void* pc) {
+    if (g_noted.load(std::memory_order_relaxed)) return;  // one report until the grader takes it
+    const ThreadState& t = *tls_thread;
+    const std::string text = "read of shared memory never written: " + shared_object_text(u, offset) + at_line(pc) +
+                             " by block " + dim_text(u.blocks[t.rank].idx) + " warp " + std::to_string(t.warp) +
+                             " lane " + std::to_string(t.lane) + " (thread " + dim_text(t.idx) +
+                             "): no thread of the block wrote it before this read, so on a GPU it holds whatever "
+                             "was there before";
+    std::lock_guard<std::mutex> lock(g_note_mu);
+    if (g_noted.load(std::memory_order_relaxed)) return;
+    g_note = text;
+    g_noted.store(true, std::memory_order_relaxed);
+}
+
+std::string take_unwritten_shared_read() {
+    std::lock_guard<std::mutex> lock(g_note_mu);
+    std::string note = std::move(g_note);
+    g_note.clear();
+    g_noted.store(false, std::memory_order_relaxed);
+    return note;
+}
+
+void* shared_slot(const void* key, std::size_t bytes, std::size_t align, const char* name, std::size_t element,
+                  int dims) {
     UnitState* u = tls_unit;
     if (!u) raise_fault(cudaErrorLaunchFailure, "__shared__ memory used outside a kernel");
     BlockState& b = u->blocks[tls_thread->rank];
@@ -46,6 +132,10 @@ void* shared_slot(const void* key, std::size_t bytes, std::size_t align) {
         }
         offset = it->second;
         u->slot_cache.emplace_back(key, offset);
+        if (name) {
+            std::lock_guard<std::mutex> names(g_names_mu);
+            g_names.insert_or_assign(key, SlotName{name, bytes, element, dims});
+        }
     }
     const std::size_t end = offset + bytes;
     const std::size_t total = end - l.dynamic_bytes;  // static bytes so far
@@ -64,10 +154,11 @@ void* shared_slot(const void* key, std::size_t bytes, std::size_t align) {
     return b.arena + offset;
 }
 
-void* dynamic_shared() {
+void* dynamic_shared(const char* name, std::size_t element) {
     UnitState* u = tls_unit;
-    if (u) return u->blocks[tls_thread->rank].arena;
-    return tls_arena.data();  // a plain-mode launch of the grader's own kernels
+    if (!u) return tls_arena.data();  // a plain-mode launch of the grader's own kernels
+    if (name) tls_dynamic_name = DynamicName{u->launch, name, element};
+    return u->blocks[tls_thread->rank].arena;
 }
 
 }  // namespace emu

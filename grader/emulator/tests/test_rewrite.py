@@ -28,6 +28,7 @@ class RewriteTest(unittest.TestCase):
         out = emu_rewrite.rewrite("__shared__ float partials[2][N / 32];")
         self.assertIn("float (&partials)[2][N/32] = *static_cast<float(*)[2][N/32]>", out)
         self.assertIn("sizeof(float[2][N/32])", out)
+        self.assertIn('"partials", sizeof(float), 2)', out)  # a report names the array and its element
 
     def test_shared_struct_and_alignment(self):
         out = emu_rewrite.rewrite("__shared__ __align__(16) typename R::TempStorage temp;")
@@ -36,7 +37,8 @@ class RewriteTest(unittest.TestCase):
 
     def test_extern_shared(self):
         out = emu_rewrite.rewrite("extern __shared__ __align__(16) unsigned char smem[];")
-        self.assertEqual(out, "unsigned char* const smem = static_cast<unsigned char*>(::emu::dynamic_shared());")
+        self.assertEqual(out, 'unsigned char* const smem = static_cast<unsigned char*>(::emu::dynamic_shared("smem", '
+                              'sizeof(unsigned char)));')
 
     def test_comments_and_strings_are_left_alone(self):
         src = '// k<<<1, 1>>>(x); __shared__ float a[2];\nconst char* s = "__shared__ x;";'

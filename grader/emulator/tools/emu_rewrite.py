@@ -9,8 +9,9 @@ learner's own lines:
       -> ::emu::TripleChevron(EMU_LAUNCH_MODE, grid, block, smem, stream)(
              [=](auto&&... emu_a) { kernel(emu_a...); }, args)
   __shared__ T name[N];          (per-block storage the emulator owns and checks)
-      -> T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(KEY, sizeof(T[N]), align));
-  extern __shared__ T name[];    -> T* const name = static_cast<T*>(::emu::dynamic_shared());
+      -> T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(KEY, sizeof(T[N]), align, "name",
+                                                                   sizeof(T), 1));
+  extern __shared__ T name[];    -> T* const name = static_cast<T*>(::emu::dynamic_shared("name", sizeof(T)));
   asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
   asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
   asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
@@ -187,12 +188,14 @@ def rewrite_shared(text, masked):
         if m.group(1):
             if suffix != "[]":
                 raise RewriteError(f"line {line}: extern __shared__ must be an array of unknown size, like name[]")
-            replacement = f"{type_}* const {name} = static_cast<{type_}*>(::emu::dynamic_shared());"
+            replacement = (f"{type_}* const {name} = static_cast<{type_}*>(::emu::dynamic_shared("
+                           f"\"{name}\", sizeof({type_})));")
         else:
             full = f"{type_}{suffix}"
             alignment = f"alignof({full})" if align is None else f"(alignof({full}) > ({align}) ? alignof({full}) : ({align}))"
             replacement = (f"{type_} (&{name}){suffix} = *static_cast<{type_}(*){suffix}>("
-                           f"::emu::shared_slot(EMU_SHARED_KEY, sizeof({full}), {alignment}));")
+                           f"::emu::shared_slot(EMU_SHARED_KEY, sizeof({full}), {alignment}, \"{name}\", "
+                           f"sizeof({type_}), {suffix.count('[')}));")
         edits.append((m.start(), end + 1, replacement + _keep_newlines(original)))
     return edits
 

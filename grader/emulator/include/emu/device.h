@@ -31,10 +31,13 @@ enum class WarpOp : int { sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, 
 void syncthreads();
 /// Lockstep point of the lanes in `mask`; returns this lane's result bits.
 uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int param, int width);
-/// This block's copy of the static __shared__ variable identified by `key`.
-void* shared_slot(const void* key, std::size_t bytes, std::size_t align);
-/// This block's dynamic shared memory (the launch's smem argument).
-void* dynamic_shared();
+/// This block's copy of the static __shared__ variable identified by `key`. `name`, the size of
+/// one element and the number of array dimensions let a report name an element ("partials[3]").
+void* shared_slot(const void* key, std::size_t bytes, std::size_t align, const char* name = nullptr,
+                  std::size_t element = 0, int dims = 0);
+/// This block's dynamic shared memory (the launch's smem argument), declared as `name` with
+/// elements of `element` bytes (for reports).
+void* dynamic_shared(const char* name = nullptr, std::size_t element = 0);
 /// Lesson 7: waits until the grid this one depends on has finished (programmatic dependent launch).
 void grid_dependency_wait();
 /// Lesson 7: lets the dependent grid start.

@@ -11,5 +11,6 @@
 #define EMU_SHARED_KEY ([]() -> const void* { static char emu_key; return &emu_key; }())
 
 /// `__shared__ T name[N];` becomes
-/// `T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(EMU_SHARED_KEY, sizeof(T[N]), alignof(T[N])));`
-/// and `extern __shared__ T name[];` becomes `T* const name = static_cast<T*>(::emu::dynamic_shared());`.
+/// `T (&name)[N] = *static_cast<T(*)[N]>(::emu::shared_slot(EMU_SHARED_KEY, sizeof(T[N]), alignof(T[N]),
+/// "name", sizeof(T), 1));` and `extern __shared__ T name[];` becomes
+/// `T* const name = static_cast<T*>(::emu::dynamic_shared("name", sizeof(T)));`.
