@@ -205,24 +205,83 @@ __device__ __forceinline__ float row_sum(float v, Partials<G>& partials, int ban
     }
 }
 
+/// [peel]
+/// Elements before the first 16-byte boundary of a row that starts at `row`: 0 when the row is
+/// aligned, else up to VEC - 1 (never more than cols). A row of odd length, or a tensor one
+/// element off, reads these few one at a time, then whole aligned vectors, then the rest.
+template <typename T, int VEC>
+__device__ __forceinline__ int peel_count(const T* row, int cols) {
+    constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+    const int past = static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) / static_cast<int>(sizeof(T));
+    const int head = past == 0 ? 0 : VEC - past;
+    return head < cols ? head : cols;
+}
+
+/// Elements by which `p` sits past the 16-byte boundary before it.
+template <typename T, int VEC>
+__device__ __forceinline__ int skew_of(const T* p) {
+    return static_cast<int>(reinterpret_cast<uintptr_t>(p) % (VEC * sizeof(T))) / static_cast<int>(sizeof(T));
+}
+
+/// The VEC weight elements that line up with vector `idx` of a peeled row, whose weight starts
+/// `skew` elements past the aligned `base` and ends before element `end` of it. The row's own
+/// alignment decided where its vectors start, so the weight's may differ by `skew`: then the
+/// two aligned 16-byte loads that cover the VEC elements, shifted into place. Both hold wanted
+/// elements, so neither leaves the weight's 16-byte blocks, and the second is read element by
+/// element when its block runs past the weight's end.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int skew, int end) {
+    using P = Pack<T, VEC>;
+    static_assert(sizeof(P) == 16, "a peeled row moves whole 16-byte vectors");
+    const P* chunks = reinterpret_cast<const P*>(base);
+    if (skew == 0) return chunks[idx];
+    P lo = chunks[idx], hi;
+    if ((idx + 2) * VEC <= end) {
+        hi = chunks[idx + 1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) hi.v[k] = k < skew ? base[(idx + 1) * VEC + k] : lo.v[k];
+    }
+    const uint4 a = *reinterpret_cast<const uint4*>(&lo);
+    const uint4 b = *reinterpret_cast<const uint4*>(&hi);
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    // A shift by `bytes` over the 32 bytes in three steps of constant indices (a run-time index
+    // would put w in local memory): two words, one word, then half a word.
+    const int bytes = skew * static_cast<int>(sizeof(T));
+    unsigned u[6], v[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) u[j] = bytes & 8 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) v[j] = bytes & 4 ? u[j + 1] : u[j];
+    uint4 out;
+    unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = bytes & 2 ? (v[j] >> 16) | (v[j + 1] << 16) : v[j];
+    return *reinterpret_cast<const P*>(&out);
+}
+/// [peel]
+
 /**
  * Rows kept in registers. A row group of G threads owns a row; thread `lane` of the
  * group owns vectors lane, lane + G, ..., lane + (ITERS-1)·G of it, so each warp-wide
  * access is contiguous. G ≤ 32: BLOCK/G rows per block, reduced with shuffles.
  * G > 32: BLOCK == G, one row per block, reduced through shared memory.
+ *
+ * PEEL (G ≥ VEC, 16-byte vectors; x and y share their alignment in every row): each row
+ * starts its vectors at its own first 16-byte boundary. Lane l < head also holds element l
+ * before it, lane l < tail element l after the last whole vector.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, int MIN_BLOCKS>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, int MIN_BLOCKS, bool PEEL = false>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
+    static_assert(!PEEL || G >= VEC, "a peeled row's edges take up to VEC - 1 lanes");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Partials<G> partials;
 
-    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
-    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
 
     int bank = 0;
     // Every thread of the block runs the same number of iterations (the test is on the
@@ -233,8 +292,16 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
         const bool active = row < a.rows;
         // 64-bit offsets: rows × stride passes 2^31 elements on large tensors.
         const int64_t r = active ? row : 0;
-        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
-        P* __restrict__ yr = reinterpret_cast<P*>(a.y + r * a.y_row_stride);
+        const T* xrow = a.x + r * a.x_row_stride;
+        T* yrow = a.y + r * a.y_row_stride;
+        // Unpeeled, head and tail are 0 and the weight's skew is 0.
+        const int head = PEEL ? peel_count<T, VEC>(xrow, a.cols) : 0;
+        const int nvec = (a.cols - head) / VEC;
+        const int tail = a.cols - head - nvec * VEC;
+        const int skew = PEEL ? skew_of<T, VEC>(a.weight + head) : 0;
+        const T* wbase = a.weight + head - skew;
+        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
+        P* __restrict__ yr = reinterpret_cast<P*>(yrow + head);
 
         /// [vector-load]
         // All loads first: ITERS independent loads of up to 16 bytes in flight per thread
@@ -245,6 +312,12 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
             const int idx = lane + i * G;
             if (active && idx < nvec) xv[i] = xr[idx];
         }
+        // A peeled row's edges: at most one element before its vectors and one after.
+        T xh{}, xt{};
+        if constexpr (PEEL) {
+            if (active && lane < head) xh = xrow[lane];
+            if (active && lane < tail) xt = xrow[head + nvec * VEC + lane];
+        }
         // EARLY_W: the weight is loaded with x, so its latency hides under the same wait;
         // otherwise it is read after the reduction (from L1/L2: every row shares it).
         P wv[EARLY_W ? ITERS : 1];
@@ -252,7 +325,13 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
-                if (active && idx < nvec) wv[i] = w[idx];
+                if (active && idx < nvec) {
+                    if constexpr (PEEL) {
+                        wv[i] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+                    } else {
+                        wv[i] = reinterpret_cast<const P*>(a.weight)[idx];
+                    }
+                }
             }
         }
         float sum = 0.0f;
@@ -267,6 +346,10 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
             }
             keep_packed(xv[i]);
         }
+        if constexpr (PEEL) {
+            const float h = to_float(xh), t = to_float(xt);
+            sum = fmaf(h, h, fmaf(t, t, sum));
+        }
         /// [vector-load]
 
         sum = row_sum<G>(sum, partials, bank);
@@ -275,6 +358,14 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
         const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
 
         if (active) {
+            // The edges first: their registers are free before the vectors' weight loads.
+            if constexpr (PEEL) {
+                if (lane < head) yrow[lane] = from_float<T>(to_float(xh) * inv_rms * to_float(a.weight[lane]));
+                if (lane < tail) {
+                    const int c = head + nvec * VEC + lane;
+                    yrow[c] = from_float<T>(to_float(xt) * inv_rms * to_float(a.weight[c]));
+                }
+            }
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
@@ -283,8 +374,10 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
                     unpack(xv[i], f);
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
+                    } else if constexpr (PEEL) {
+                        unpack(load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head), g);
                     } else {
-                        unpack(w[idx], g);
+                        unpack(reinterpret_cast<const P*>(a.weight)[idx], g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
@@ -503,14 +596,14 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) rmsnorm_stream_kerne
 /// balances the tail better than a grid sized to the SM count.
 inline int grid_for(int64_t row_groups) { return static_cast<int>(row_groups < kMaxGrid ? row_groups : kMaxGrid); }
 
-template <typename T, int VEC, int G, int ITERS>
+template <typename T, int VEC, int G, int ITERS, bool PEEL = false>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
     // The weight joins x in flight when that costs at most 16 registers per thread
     // (8 in 1024-thread blocks, which get only 64 registers per thread).
     constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, min_blocks(kBlock)>
+    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, min_blocks(kBlock), PEEL>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -520,10 +613,10 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
 /// the compiler held to 32 registers per thread (`__launch_bounds__(G, 2048 / G)`), so the
 /// SM runs its full 2048 threads. The weight is read after the reduction, not with x: early,
 /// it would not fit in 32 registers.
-template <typename T, int VEC, int G>
+template <typename T, int VEC, int G, bool PEEL = false>
 cudaError_t launch_full_occupancy(const Args<T>& a, cudaStream_t stream) {
     constexpr int kMaxThreadsPerSm = 2048;
-    rmsnorm_rows_kernel<T, VEC, G, 2, G, false, kMaxThreadsPerSm / G><<<grid_for(a.rows), G, 0, stream>>>(a);
+    rmsnorm_rows_kernel<T, VEC, G, 2, G, false, kMaxThreadsPerSm / G, PEEL><<<grid_for(a.rows), G, 0, stream>>>(a);
     return cudaGetLastError();
 }
 /// [full-occupancy]
@@ -611,6 +704,55 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 /// True when `p` may be accessed `bytes` at a time.
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+/// [peel-launch]
+/// One peeled row per block of G threads, ITERS vectors a thread, RESIDENT threads an SM.
+template <typename T, int G, int ITERS, int RESIDENT>
+cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
+    constexpr int V = 16 / static_cast<int>(sizeof(T));
+    rmsnorm_rows_kernel<T, V, G, ITERS, G, false, RESIDENT / G, true><<<grid_for(a.rows), G, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+/// Rows whose starts are not all 16-byte aligned, with x and y misaligned alike, each peeled
+/// to 16-byte vectors (rmsnorm_rows_kernel's PEEL), by the most whole vectors a row holds.
+/// 16-bit rows of 129 to 1024 vectors: one vector a thread, 2048 threads an SM at 32 registers
+/// (two vectors a thread need 40 for the weight's shift, or spill). Returns false, launching
+/// nothing, for rows too long to keep in registers (fp32 past 32768 columns).
+template <typename T>
+bool launch_peeled(const Args<T>& a, cudaStream_t stream, cudaError_t& err) {
+    constexpr int V = 16 / static_cast<int>(sizeof(T));
+    const int nvec = a.cols / V;
+    if (a.rows <= kFewRows && nvec > 64 && nvec <= 4096) {
+        if (nvec <= 128) err = launch_rows<T, V, 128, 1, true>(a, stream);
+        else if (nvec <= 256) err = launch_rows<T, V, 256, 1, true>(a, stream);
+        else if (nvec <= 512) err = launch_rows<T, V, 512, 1, true>(a, stream);
+        else if (nvec <= 1024) err = launch_rows<T, V, 1024, 1, true>(a, stream);
+        else if (nvec <= 2048) err = launch_rows<T, V, 1024, 2, true>(a, stream);
+        else err = launch_rows<T, V, 1024, 4, true>(a, stream);
+        return true;
+    }
+    if constexpr (sizeof(T) == 2) {
+        if (nvec > 128 && nvec <= 2048) {
+            if (nvec <= 256) err = launch_peeled_block<T, 256, 1, 2048>(a, stream);
+            else if (nvec <= 512) err = launch_peeled_block<T, 512, 1, 2048>(a, stream);
+            else if (nvec <= 1024) err = launch_peeled_block<T, 1024, 1, 2048>(a, stream);
+            else err = launch_peeled_block<T, 512, 4, 1024>(a, stream);
+            return true;
+        }
+    }
+    if (nvec <= 64) err = launch_rows<T, V, 16, 4, true>(a, stream);
+    else if (nvec <= 128) err = launch_rows<T, V, 32, 4, true>(a, stream);
+    else if (nvec <= 256) err = launch_rows<T, V, 32, 8, true>(a, stream);
+    else if (nvec <= 512) err = launch_rows<T, V, 64, 8, true>(a, stream);
+    else if (nvec <= 1024) err = launch_rows<T, V, 128, 8, true>(a, stream);
+    else if (nvec <= 2048) err = launch_rows<T, V, 256, 8, true>(a, stream);
+    else if (nvec <= 4096) err = launch_rows<T, V, 512, 8, true>(a, stream);
+    else if (nvec <= 8192) err = launch_rows<T, V, 1024, 8, true>(a, stream);
+    else return false;
+    return true;
+}
+/// [peel-launch]
+
 }  // namespace
 
 /**
@@ -664,6 +806,22 @@ cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int
     /// [vector-width]
 
     const Args<T> a{x, x_row_stride, weight, y, y_row_stride, rows, static_cast<int>(cols), eps};
+    /// [peel-choice]
+    // Narrower than 16 bytes, but x and y are misaligned alike in every row (their addresses,
+    // and their strides when there is a second row, differ by a multiple of 16 bytes): each
+    // row peels its few elements before its first 16-byte boundary and after its last whole
+    // vector, and moves the rest 16 bytes at a time. Measured on an H100 at 16384 x 4095 (a
+    // stride of 4095 leaves 7 of 8 rows misaligned): see lessons/04-vectorized/performance.md.
+    constexpr int kFull = 16 / static_cast<int>(sizeof(T));
+    const auto in_step = [](const void* p, const void* q) {
+        return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(q)) % 16 == 0;
+    };
+    if (vec < kFull && cols >= 32 * kFull && in_step(x, y) &&
+        (rows == 1 || ((x_row_stride - y_row_stride) * static_cast<int64_t>(sizeof(T))) % 16 == 0)) {
+        cudaError_t err = cudaSuccess;
+        if (launch_peeled(a, stream, err)) return err;
+    }
+    /// [peel-choice]
     if constexpr (sizeof(T) == 2) {
         if (vec == 8) return launch_width<T, 8>(a, stream);
     }

@@ -150,6 +150,97 @@ struct Args {
     int64_t row_blocks;  ///< blocks [0, row_blocks) do rows; any after them add dweight's columns
 };
 
+/// [peel]
+/// Elements before the first 16-byte boundary of a row that starts at `row`: 0 when the row is
+/// aligned, else up to VEC - 1 (never more than cols).
+template <typename T, int VEC>
+__device__ __forceinline__ int peel_count(const T* row, int cols) {
+    constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+    const int past = static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) / static_cast<int>(sizeof(T));
+    const int head = past == 0 ? 0 : VEC - past;
+    return head < cols ? head : cols;
+}
+
+/// The weight's VEC elements [head + VEC·idx, head + VEC·idx + VEC) for a peeled row: one
+/// aligned load when they line up with the row's vectors, else the two aligned 16-byte loads
+/// that cover them, shifted into place (the second read element by element when its 16 bytes
+/// run past the weight's end). Once per row group: a group's rows all start at the same offset.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_skewed(const T* weight, int cols, int head, int idx) {
+    using P = Pack<T, VEC>;
+    static_assert(sizeof(P) == 16, "a peeled row moves whole 16-byte vectors");
+    const T* first = weight + head;
+    const int skew = static_cast<int>(reinterpret_cast<uintptr_t>(first) % sizeof(P)) / static_cast<int>(sizeof(T));
+    const T* base = first - skew;  // 16-byte aligned
+    const P* chunks = reinterpret_cast<const P*>(base);
+    if (skew == 0) return chunks[idx];
+    P lo = chunks[idx], hi;
+    if ((idx + 2) * VEC <= skew + cols - head) {
+        hi = chunks[idx + 1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) hi.v[k] = k < skew ? base[(idx + 1) * VEC + k] : lo.v[k];
+    }
+    const uint4 a = *reinterpret_cast<const uint4*>(&lo);
+    const uint4 b = *reinterpret_cast<const uint4*>(&hi);
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    // A shift by `bytes` over the 32 bytes in three steps of constant indices: two words, one
+    // word, then half a word.
+    const int bytes = skew * static_cast<int>(sizeof(T));
+    unsigned u[6], v[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) u[j] = bytes & 8 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) v[j] = bytes & 4 ? u[j + 1] : u[j];
+    uint4 out;
+    unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = bytes & 2 ? (v[j] >> 16) | (v[j + 1] << 16) : v[j];
+    return *reinterpret_cast<const P*>(&out);
+}
+
+/**
+ * A peeled row's edges as one thread holds them: the row's `head` elements before its first
+ * 16-byte boundary and `tail` after its last whole vector, one element of each at most, to
+ * the threads whose `slot` is below head (column slot) or tail (column tail_start + slot). Its
+ * column sums, like the vectors', stay in registers for the whole launch.
+ */
+template <typename T>
+struct Edges {
+    int col[2] = {-1, -1};  ///< the columns this thread holds (-1: none)
+    float w[2] = {0.0f, 0.0f};
+    float acc[2] = {0.0f, 0.0f};
+
+    __device__ __forceinline__ void init(const T* weight, int slot, int head, int tail_start, int tail) {
+        col[0] = slot < head ? slot : -1;
+        col[1] = slot < tail ? tail_start + slot : -1;
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            if (col[e] >= 0) w[e] = to_float(weight[col[e]]);
+    }
+    /// This row's dy and x at the thread's columns (0 where it holds none).
+    __device__ __forceinline__ void load(const T* dyr, const T* xr, float (&dy)[2], float (&x)[2]) const {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            dy[e] = col[e] >= 0 ? to_float(dyr[col[e]]) : 0.0f;
+            x[e] = col[e] >= 0 ? to_float(xr[col[e]]) : 0.0f;
+        }
+    }
+    __device__ __forceinline__ float dot(const float (&dy)[2], const float (&x)[2], float rstd) const {
+        return fmaf(dy[0] * w[0], x[0] * rstd, dy[1] * w[1] * (x[1] * rstd));
+    }
+    __device__ __forceinline__ void outputs(const float (&dy)[2], const float (&x)[2], float rstd, float m, T* dxr) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            if (col[e] >= 0) {
+                const float xh = x[e] * rstd;
+                dxr[col[e]] = from_float<T>(rstd * fmaf(-xh, m, dy[e] * w[e]));
+                acc[e] = fmaf(dy[e], xh, acc[e]);
+            }
+    }
+};
+/// [peel]
+
 /// [pdl]
 /// The row kernels let the column kernel, launched after them as a programmatic dependent
 /// launch, be scheduled now: its blocks take the SMs the row blocks leave and wait inside the
@@ -214,7 +305,7 @@ __device__ __forceinline__ void row_outputs(const Pack<T, VEC> (&dy)[V], const P
  * At the end the block's warps add their sums in warp order in shared memory and the block
  * writes one partial row.
  */
-template <typename T, int VEC, int V>
+template <typename T, int VEC, int V, bool PEEL>
 __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     backward_warp_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
@@ -222,10 +313,16 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     extern __shared__ float column_sums[];  // cols floats
 
     allow_column_kernel();
-    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+    // PEEL: the warp's rows all start at the offset of its first (the plan made the number of
+    // groups a multiple of the rows' period), so its columns are the same in every row.
+    const int head = PEEL ? peel_count<T, VEC>(a.x + first_row * a.x_stride, a.cols) : 0;
+    const int nvec = (a.cols - head) / VEC;
+    Edges<T> edges;
+    if constexpr (PEEL) edges.init(a.weight, lane, head, head + nvec * VEC, a.cols - head - nvec * VEC);
 
     int idx[V];
     bool valid[V];
@@ -235,16 +332,22 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     for (int i = 0; i < V; ++i) {
         idx[i] = lane + i * kWarpSize;
         valid[i] = idx[i] < nvec;
-        if (valid[i]) w[i] = reinterpret_cast<const P*>(a.weight)[idx[i]];
+        if (valid[i]) {
+            if constexpr (PEEL) {
+                w[i] = load_skewed<T, VEC>(a.weight, a.cols, head, idx[i]);
+            } else {
+                w[i] = reinterpret_cast<const P*>(a.weight)[idx[i]];
+            }
+        }
 #pragma unroll
         for (int k = 0; k < VEC; ++k) acc[i][k] = 0.0f;
     }
 
     const int64_t groups = static_cast<int64_t>(gridDim.x) * kWarps;
-    for (int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp; row < a.rows; row += groups) {
+    for (int64_t row = first_row; row < a.rows; row += groups) {
         // 64-bit offsets: rows × stride passes 2^31 elements on large tensors.
-        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride);
-        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride);
+        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride + head);
+        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride + head);
         P dyv[V], xv[V];
 #pragma unroll
         for (int i = 0; i < V; ++i)
@@ -252,14 +355,19 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
                 dyv[i] = dyr[idx[i]];
                 xv[i] = xr[idx[i]];
             }
+        float edy[2], ex[2];
+        if constexpr (PEEL) edges.load(a.dy + row * a.dy_stride, a.x + row * a.x_stride, edy, ex);
         const float rstd = a.rstd[row];
         keep_packed(w);
-        const float dot = row_dot(dyv, xv, w, valid, rstd);
+        float dot = row_dot(dyv, xv, w, valid, rstd);
+        if constexpr (PEEL) dot += edges.dot(edy, ex, rstd);
         keep_packed(dyv);
         keep_packed(xv);
         keep_packed(w);
         const float m = warp_sum(dot) * inv_cols;
-        row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(a.dx + row * a.dx_stride), acc);
+        T* dxr = a.dx + row * a.dx_stride;
+        row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(dxr + head), acc);
+        if constexpr (PEEL) edges.outputs(edy, ex, rstd, m, dxr);
     }
 
     /// [block-partial]
@@ -272,10 +380,18 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
                 if (valid[i]) {
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) {
-                        float& slot = column_sums[idx[i] * VEC + k];
+                        float& slot = column_sums[head + idx[i] * VEC + k];
                         slot = turn == 0 ? acc[i][k] : slot + acc[i][k];
                     }
                 }
+            if constexpr (PEEL) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (edges.col[e] >= 0) {
+                        float& slot = column_sums[edges.col[e]];
+                        slot = turn == 0 ? edges.acc[e] : slot + edges.acc[e];
+                    }
+            }
         }
         __syncthreads();
     }
@@ -321,7 +437,7 @@ __device__ void direct_column_sums(const Args<T>& a, int64_t col_block) {
  * Each cluster walks rows cluster_id, cluster_id + clusters, ..., so its blocks always run
  * the same iterations and exchange their parts of the same rows.
  */
-template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS>
+template <typename T, int VEC, int V, bool CLUSTER, int MAX_BLOCK, int MIN_BLOCKS, bool PEEL>
 __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     backward_block_rows_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
@@ -335,7 +451,6 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     // Clusters: slot [bank][r] holds block r's part of a row's sum, tagged with the row.
     __shared__ unsigned long long mailbox[2][kMaxCluster];
 
-    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const int warps = static_cast<int>(blockDim.x) / kWarpSize;
@@ -351,6 +466,17 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     }
 #endif
 
+    const int64_t group = blockIdx.x / blocks;
+    const int64_t groups = a.row_blocks / blocks;
+    // PEEL: the group's rows all start at the offset of its first (the plan made the number of
+    // groups a multiple of the rows' period); block rank 0 holds the edges.
+    const int head = PEEL ? peel_count<T, VEC>(a.x + group * a.x_stride, a.cols) : 0;
+    const int nvec = (a.cols - head) / VEC;
+    Edges<T> edges;
+    if constexpr (PEEL)
+        edges.init(a.weight, rank == 0 ? static_cast<int>(threadIdx.x) : VEC, head, head + nvec * VEC,
+                   a.cols - head - nvec * VEC);
+
     int idx[V];
     bool valid[V];
     P w[V];
@@ -359,13 +485,17 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     for (int i = 0; i < V; ++i) {
         idx[i] = rank * static_cast<int>(blockDim.x) * V + static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
         valid[i] = idx[i] < nvec;
-        if (valid[i]) w[i] = reinterpret_cast<const P*>(a.weight)[idx[i]];
+        if (valid[i]) {
+            if constexpr (PEEL) {
+                w[i] = load_skewed<T, VEC>(a.weight, a.cols, head, idx[i]);
+            } else {
+                w[i] = reinterpret_cast<const P*>(a.weight)[idx[i]];
+            }
+        }
 #pragma unroll
         for (int k = 0; k < VEC; ++k) acc[i][k] = 0.0f;
     }
 
-    const int64_t group = blockIdx.x / blocks;
-    const int64_t groups = a.row_blocks / blocks;
     int bank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (CLUSTER) {
@@ -376,8 +506,8 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     }
 #endif
     for (int64_t row = group; row < a.rows; row += groups) {
-        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride);
-        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride);
+        const P* dyr = reinterpret_cast<const P*>(a.dy + row * a.dy_stride + head);
+        const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_stride + head);
         P dyv[V], xv[V];
 #pragma unroll
         for (int i = 0; i < V; ++i)
@@ -385,6 +515,8 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
                 dyv[i] = dyr[idx[i]];
                 xv[i] = xr[idx[i]];
             }
+        float edy[2], ex[2];
+        if constexpr (PEEL) edges.load(a.dy + row * a.dy_stride, a.x + row * a.x_stride, edy, ex);
         const float rstd = a.rstd[row];
 
         /// [row-sum]
@@ -392,6 +524,7 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         // alternate between rows, so one barrier per row is enough.
         keep_packed(w);
         float dot = row_dot(dyv, xv, w, valid, rstd);
+        if constexpr (PEEL) dot += edges.dot(edy, ex, rstd);
         keep_packed(dyv);
         keep_packed(xv);
         keep_packed(w);
@@ -429,7 +562,9 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
 #endif
         /// [row-sum]
         const float m = dot * inv_cols;
-        row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(a.dx + row * a.dx_stride), acc);
+        T* dxr = a.dx + row * a.dx_stride;
+        row_outputs(dyv, xv, w, valid, idx, rstd, m, reinterpret_cast<P*>(dxr + head), acc);
+        if constexpr (PEEL) edges.outputs(edy, ex, rstd, m, dxr);
     }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     // No block may leave while a peer can still write into its slots.
@@ -444,8 +579,13 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
     for (int i = 0; i < V; ++i)
         if (valid[i]) {
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) out[idx[i] * VEC + k] = acc[i][k];
+            for (int k = 0; k < VEC; ++k) out[head + idx[i] * VEC + k] = acc[i][k];
         }
+    if constexpr (PEEL) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            if (edges.col[e] >= 0) out[edges.col[e]] = edges.acc[e];
+    }
 }
 
 /// [column-pass]
@@ -506,6 +646,7 @@ struct Plan {
     int64_t grid = 0;          ///< all blocks: the row blocks, then a few-rows launch's column blocks
     int64_t partial_rows = 0;  ///< rows of cols floats in the workspace (0: dweight is added directly)
     size_t smem = 0;           ///< dynamic shared memory per block
+    bool peel = false;         ///< rows peeled to 16-byte boundaries (vectors of 16 bytes)
 };
 
 /// A block-per-row kernel's shape: V vectors a thread, rows split over a cluster or not, and
@@ -518,10 +659,10 @@ struct BlockShape {
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
 };
 
-/// The kernel of a BlockShape.
-template <typename T, int VEC, typename S>
+/// The kernel of a BlockShape (PEEL: rows peeled to 16-byte boundaries).
+template <typename T, int VEC, typename S, bool PEEL>
 constexpr auto block_kernel() {
-    return backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS>;
+    return backward_block_rows_kernel<T, VEC, S::V, S::CLUSTER, S::MAX_BLOCK, S::MIN_BLOCKS, PEEL>;
 }
 
 /// Calls f with the BlockShape of a block-per-row RowKernel (for VEC = 1, the scalar ones).
@@ -559,6 +700,21 @@ inline int64_t balanced_groups(int64_t rows, int64_t resident) {
     return (rows + per_group - 1) / per_group;
 }
 
+/// [period]
+/// Row groups for rows whose starts repeat their 16-byte offset every `period` rows (1, 2, 4
+/// or 8): a multiple of the period, so each group, walking rows g, g + groups, ..., meets one
+/// offset only, and its columns stay in the same registers in every row. Rounded up while
+/// that still fits in one wave of `resident` groups, else down.
+inline int64_t whole_periods(int64_t groups, int64_t rows, int64_t resident, int period) {
+    if (period <= 1 || groups >= rows) return groups;
+    const int64_t up = (groups + period - 1) / period * period;
+    if (up <= resident) return up;
+    const int64_t down = groups / period * period;
+    return down > 0 ? down : period;
+}
+/// [period]
+
+/// Warp-per-row plans: groups = blocks × 8 warps, a multiple of every period.
 template <int V>
 void plan_warp_rows(Plan& p, RowKernel k, int64_t rows, int cols, int sms) {
     constexpr int kWarps = kWarpRowsBlock / kWarpSize;
@@ -573,8 +729,8 @@ void plan_warp_rows(Plan& p, RowKernel k, int64_t rows, int cols, int sms) {
     p.partial_rows = p.grid;
 }
 
-template <typename T, int VEC>
-cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sms) {
+template <typename T, int VEC, bool PEEL>
+cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sms, int period) {
     p.kernel = k;
     return with_shape<VEC>(k, [&](auto shape) {
         using S = decltype(shape);
@@ -600,7 +756,7 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
             config.attrs = attribute;
             config.numAttrs = 1;
             int clusters = 0;
-            const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, block_kernel<T, VEC, S>(), &config);
+            const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, block_kernel<T, VEC, S, PEEL>(), &config);
             if (err != cudaSuccess) return err;
             resident = clusters > 0 ? clusters : 1;
         }
@@ -611,6 +767,7 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
         const int64_t limit = (kMaxGridX - col_blocks) / cluster;
         int64_t groups = balanced_groups(rows, resident);
         if (groups > limit) groups = limit;
+        groups = whole_periods(groups, rows, resident, period);
         p.groups = groups;
         p.row_blocks = groups * cluster;
         p.grid = p.row_blocks + col_blocks;
@@ -625,9 +782,10 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
 /// elements), up to 256 threads so that two blocks share an SM and one loads while the other
 /// waits at a barrier; past 1024 vectors a cluster of 2 to 8 such blocks. Few rows: one vector
 /// a thread and up to 1024 threads per block, for the shortest path per row.
-template <typename T, int VEC>
-cudaError_t make_plan(Plan& p, int64_t rows, int cols, int sms) {
-    const int nvec = cols / VEC;
+template <typename T, int VEC, bool PEEL = false>
+cudaError_t make_plan(Plan& p, int64_t rows, int cols, int sms, int period = 1) {
+    const int nvec = cols / VEC;  // peeled: the most whole vectors a row holds
+    p.peel = PEEL;
     if (nvec <= 4 * kWarpSize) {
         if (nvec <= kWarpSize) plan_warp_rows<1>(p, RowKernel::warp1, rows, cols, sms);
         else if (nvec <= 2 * kWarpSize) plan_warp_rows<2>(p, RowKernel::warp2, rows, cols, sms);
@@ -641,15 +799,15 @@ cudaError_t make_plan(Plan& p, int64_t rows, int cols, int sms) {
     else if (nvec <= 4 * 256) k = RowKernel::wide;
     else if (nvec <= kMaxCluster * 4 * 256) k = RowKernel::wide_cluster;
     else k = RowKernel::wide_big_cluster;
-    return plan_block_rows<T, VEC>(p, k, rows, nvec, sms);
+    return plan_block_rows<T, VEC, PEEL>(p, k, rows, nvec, sms, period);
 }
 /// [plan]
 
-template <typename T, int VEC>
+template <typename T, int VEC, bool PEEL>
 cudaError_t launch_block_rows(const Plan& p, const Args<T>& a, cudaStream_t stream) {
     return with_shape<VEC>(p.kernel, [&](auto shape) -> cudaError_t {
         using S = decltype(shape);
-        auto kernel = block_kernel<T, VEC, S>();
+        auto kernel = block_kernel<T, VEC, S, PEEL>();
         if (!S::CLUSTER) {
             kernel<<<static_cast<unsigned>(p.grid), p.block, 0, stream>>>(a);
             return cudaGetLastError();
@@ -672,14 +830,14 @@ cudaError_t launch_block_rows(const Plan& p, const Args<T>& a, cudaStream_t stre
 }
 
 /// The row kernel the plan chose.
-template <typename T, int VEC>
+template <typename T, int VEC, bool PEEL = false>
 cudaError_t launch_rows(const Plan& p, const Args<T>& a, cudaStream_t stream) {
     const unsigned grid = static_cast<unsigned>(p.grid);
     switch (p.kernel) {
-        case RowKernel::warp1: backward_warp_rows_kernel<T, VEC, 1><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-        case RowKernel::warp2: backward_warp_rows_kernel<T, VEC, 2><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-        case RowKernel::warp4: backward_warp_rows_kernel<T, VEC, 4><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
-        default: return launch_block_rows<T, VEC>(p, a, stream);
+        case RowKernel::warp1: backward_warp_rows_kernel<T, VEC, 1, PEEL><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        case RowKernel::warp2: backward_warp_rows_kernel<T, VEC, 2, PEEL><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        case RowKernel::warp4: backward_warp_rows_kernel<T, VEC, 4, PEEL><<<grid, kWarpRowsBlock, p.smem, stream>>>(a); break;
+        default: return launch_block_rows<T, VEC, PEEL>(p, a, stream);
     }
     return cudaGetLastError();
 }
@@ -706,9 +864,37 @@ inline cudaError_t device_info(int& sms, int& major) {
     return err;
 }
 
+/// [peel-choice]
+/// Rows narrower than 16 bytes can still move 16 bytes at a time when dy, x and dx are
+/// misaligned alike in every row (their addresses, and their strides when there is a second
+/// row, differ by multiples of 16 bytes): then each row peels the few elements before its first
+/// 16-byte boundary and after its last whole vector. Returns the period of the rows' offsets
+/// (1, 2, 4 or 8 rows; the row groups are made a multiple of it), or 0 when the rows cannot be
+/// peeled or are too short for it.
 template <typename T>
-cudaError_t plan_for(Plan& p, int vec, int64_t rows, int cols, int sms) {
+int peel_period(const T* dy, int64_t dys, const T* x, int64_t xs, const T* dx, int64_t dxs, int64_t rows,
+                int64_t cols) {
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+    const auto apart = [](const void* p, const void* q) {
+        return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(q)) % 16;
+    };
+    // Up to 64 vectors a row takes the warp kernels of 1 and 2 vectors a lane, whose register
+    // budgets have no room for the weight's shift: they would spill.
+    if (cols / kVec <= 2 * kWarpSize || !aligned_to(x, sizeof(T)) || apart(dy, x) != 0 || apart(dx, x) != 0) return 0;
+    if (rows <= 1) return 1;
+    if ((dys - xs) % kVec != 0 || (dxs - xs) % kVec != 0) return 0;
+    int period = 1;
+    while ((xs * period) % kVec != 0) period *= 2;
+    return period;
+}
+/// [peel-choice]
+
+/// The plan for one of three layouts: 16-byte vectors (vec = 16 / sizeof(T)), rows peeled to
+/// 16-byte vectors (period > 0), or one element at a time (vec = 1).
+template <typename T>
+cudaError_t plan_for(Plan& p, int vec, int period, int64_t rows, int cols, int sms) {
+    constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+    if (period > 0) return make_plan<T, kVec, true>(p, rows, cols, sms, period);
     return vec == kVec ? make_plan<T, kVec>(p, rows, cols, sms) : make_plan<T, 1>(p, rows, cols, sms);
 }
 
@@ -716,8 +902,8 @@ cudaError_t plan_for(Plan& p, int vec, int64_t rows, int cols, int sms) {
 
 /**
  * @brief Workspace for rmsnorm_backward<T>: one fp32 row of cols partial column sums per row
- *        group, for the larger of the two plans (16-byte vectors, or one element when the
- *        call's pointers turn out to be misaligned).
+ *        group, for the largest of the plans the call's pointers and strides may choose
+ *        (16-byte vectors, rows peeled to them with any period of offsets, or one element).
  */
 template <typename T>
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
@@ -729,15 +915,18 @@ size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
     }
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     int64_t groups = 0;
-    for (int vec : {kVec, 1}) {
-        if (cols % vec != 0) continue;
+    const auto consider = [&](int vec, int period) {
         Plan p;
-        if (plan_for<T>(p, vec, rows, static_cast<int>(cols), sms) != cudaSuccess) {
+        if (plan_for<T>(p, vec, period, rows, static_cast<int>(cols), sms) != cudaSuccess) {
             (void)cudaGetLastError();
-            continue;
+            return;
         }
         if (p.partial_rows > groups) groups = p.partial_rows;
-    }
+    };
+    for (int vec : {kVec, 1})
+        if (cols % vec == 0) consider(vec, 0);
+    if (cols / kVec > 2 * kWarpSize)
+        for (int period : {1, 2, 4, 8}) consider(kVec, period);
     return static_cast<size_t>(groups) * static_cast<size_t>(cols) * sizeof(float);
 }
 
@@ -777,9 +966,10 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     if (major < 9) return cudaErrorNotSupported;
 
     const int vec = vector_width(dy, dy_row_stride, x, x_row_stride, weight, dx, dx_row_stride, rows, cols);
+    const int period = vec == 1 ? peel_period(dy, dy_row_stride, x, x_row_stride, dx, dx_row_stride, rows, cols) : 0;
     const int n = static_cast<int>(cols);
     Plan p;
-    err = plan_for<T>(p, vec, rows, n, sms);
+    err = plan_for<T>(p, vec, period, rows, n, sms);
     if (err != cudaSuccess) return err;
     const size_t needed = static_cast<size_t>(p.partial_rows) * static_cast<size_t>(n) * sizeof(float);
     if (workspace_bytes < needed || (needed > 0 && workspace == nullptr)) return cudaErrorInvalidValue;
@@ -788,7 +978,9 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     const Args<T> a{dy,           x,          weight,        rstd, dx, partials, dweight,
                     dy_row_stride, x_row_stride, dx_row_stride, rows, n, p.row_blocks};
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-    err = vec == kVec ? launch_rows<T, kVec>(p, a, stream) : launch_rows<T, 1>(p, a, stream);
+    err = p.peel ? launch_rows<T, kVec, true>(p, a, stream)
+          : vec == kVec ? launch_rows<T, kVec>(p, a, stream)
+                        : launch_rows<T, 1>(p, a, stream);
     if (err != cudaSuccess || partials == nullptr) return err;
     /// [column-launch]
     // Few column blocks (short rows): 32 slices each, so the partials are read by 1024 threads

@@ -122,6 +122,61 @@ __device__ __forceinline__ void keep_packed(Pack<T, VEC>& p) {
     }
 }
 
+/// [peel]
+/// Elements before the first 16-byte boundary of a row of x that starts at `row`: 0 when the
+/// row is aligned, else up to VEC - 1 (never more than cols). A row of odd length, or a tensor
+/// one element off, takes these few one at a time, then whole aligned vectors, then the rest.
+template <typename T, int VEC>
+__device__ __forceinline__ int peel_count(const T* row, int cols) {
+    constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+    const int past = static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) / static_cast<int>(sizeof(T));
+    const int head = past == 0 ? 0 : VEC - past;
+    return head < cols ? head : cols;
+}
+
+/// Elements by which `p` sits past the 16-byte boundary before it.
+template <typename T, int VEC>
+__device__ __forceinline__ int skew_of(const T* p) {
+    return static_cast<int>(reinterpret_cast<uintptr_t>(p) % (VEC * sizeof(T))) / static_cast<int>(sizeof(T));
+}
+
+/// The VEC weight elements that line up with vector `idx` of a peeled row, whose weight starts
+/// `skew` elements past the aligned `base` and ends before element `end` of it: one aligned
+/// load when the weight lines up with the row's vectors, else the two aligned 16-byte loads
+/// that cover the VEC elements, shifted into place (the second read element by element when
+/// its 16 bytes run past the weight's end).
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int skew, int end) {
+    using P = Pack<T, VEC>;
+    static_assert(sizeof(P) == 16, "a peeled row moves whole 16-byte vectors");
+    const P* chunks = reinterpret_cast<const P*>(base);
+    if (skew == 0) return chunks[idx];
+    P lo = chunks[idx], hi;
+    if ((idx + 2) * VEC <= end) {
+        hi = chunks[idx + 1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) hi.v[k] = k < skew ? base[(idx + 1) * VEC + k] : lo.v[k];
+    }
+    const uint4 a = *reinterpret_cast<const uint4*>(&lo);
+    const uint4 b = *reinterpret_cast<const uint4*>(&hi);
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    // A shift by `bytes` over the 32 bytes in three steps of constant indices (a run-time index
+    // would put w in local memory): two words, one word, then half a word.
+    const int bytes = skew * static_cast<int>(sizeof(T));
+    unsigned u[6], v[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) u[j] = bytes & 8 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) v[j] = bytes & 4 ? u[j + 1] : u[j];
+    uint4 out;
+    unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = bytes & 2 ? (v[j] >> 16) | (v[j + 1] << 16) : v[j];
+    return *reinterpret_cast<const P*>(&out);
+}
+/// [peel]
+
 /// [quantise]
 /// VEC values v[k] · factor rounded to e4m3, to nearest even, saturating at ±448: two per
 /// cvt.rn.satfinite.e4m3x2.f32 on sm_89 and newer. Saturation is not optional: the element
@@ -204,17 +259,22 @@ __device__ __forceinline__ void row_reduce(float& sum, float& mx, Slots<G>& slot
  * lane + G, ... (ITERS of them), so each warp-wide access is contiguous. G <= 32: BLOCK / G rows
  * per block, shuffles only; G > 32: one row per block. EARLY_W: the weight stays in registers
  * from the first pass to the second; otherwise it is read twice (from L1/L2: every row shares it).
+ *
+ * PEEL (G >= VEC, 16-byte vectors of x; x and q misaligned alike in every row): each row starts
+ * its vectors at its own first 16-byte boundary of x. Lane l < head also holds element l before
+ * them, lane l < tail element l after the last whole vector.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, bool PEEL = false>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
+    static_assert(!PEEL || G >= VEC, "a peeled row's edges take up to VEC - 1 lanes");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Slots<G> slots;
-    const int nvec = a.cols / VEC;
+    const int row_vecs = a.cols / VEC;
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
-    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
     int bank = 0;
 
     // Every thread runs the same iterations (the test is on the block's first row), so the
@@ -224,7 +284,22 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
         const int64_t row = first + group;
         const bool active = row < a.rows;
         const int64_t r = active ? row : 0;
-        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
+        const T* xrow = a.x + r * a.x_row_stride;
+        // Unpeeled, head and tail are 0 and the weight's skew is 0.
+        const int head = PEEL ? peel_count<T, VEC>(xrow, a.cols) : 0;
+        const int nvec = PEEL ? (a.cols - head) / VEC : row_vecs;
+        const int tail = a.cols - head - nvec * VEC;
+        const int skew = PEEL ? skew_of<T, VEC>(a.weight + head) : 0;
+        const T* wbase = a.weight + head - skew;
+        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
+        // The weight's vector idx (from L1/L2, or the registers of EARLY_W).
+        auto weight = [&](int idx) {
+            if constexpr (PEEL) {
+                return load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+            } else {
+                return w[idx];
+            }
+        };
 
         /// [row-on-chip]
         // The first time on chip: every load in flight before any use; the row then stays in
@@ -235,12 +310,19 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             const int idx = lane + i * G;
             if (active && idx < nvec) xv[i] = xr[idx];
         }
+        // A peeled row's edges: at most one element before its vectors and one after.
+        const int tail_col = PEEL ? head + nvec * VEC + lane : 0;
+        T xh{}, xt{};
+        if constexpr (PEEL) {
+            if (active && lane < head) xh = xrow[lane];
+            if (active && lane < tail) xt = xrow[tail_col];
+        }
         P wv[EARLY_W ? ITERS : 1];
         if constexpr (EARLY_W) {
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
-                if (active && idx < nvec) wv[i] = w[idx];
+                if (active && idx < nvec) wv[i] = weight(idx);
             }
         }
         float sumsq = 0.0f, max_xw = 0.0f;
@@ -253,7 +335,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                 if constexpr (EARLY_W) {
                     unpack(wv[i], g);
                 } else {
-                    unpack(w[idx], g);  // read again in the second pass
+                    unpack(weight(idx), g);  // read again in the second pass
                 }
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
@@ -263,6 +345,12 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             }
             keep_packed(xv[i]);
         }
+        if constexpr (PEEL) {
+            const float h = to_float(xh), t = to_float(xt);
+            sumsq = fmaf(h, h, fmaf(t, t, sumsq));
+            if (active && lane < head) max_xw = fmaxf(max_xw, fabsf(h * to_float(a.weight[lane])));
+            if (active && lane < tail) max_xw = fmaxf(max_xw, fabsf(t * to_float(a.weight[tail_col])));
+        }
         row_reduce<G>(sumsq, max_xw, slots, bank);
         bank ^= 1;
         /// [row-on-chip]
@@ -271,7 +359,18 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             float factor;
             const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
             if (lane == 0) a.scale[row] = s;
-            QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(a.q + row * a.q_row_stride);
+            __nv_fp8_storage_t* qrow = a.q + row * a.q_row_stride;
+            if constexpr (PEEL) {
+                if (lane < head) {
+                    const float e[1] = {to_float(xh) * to_float(a.weight[lane])};
+                    qrow[lane] = quantise<1>(e, factor).v[0];
+                }
+                if (lane < tail) {
+                    const float e[1] = {to_float(xt) * to_float(a.weight[tail_col])};
+                    qrow[tail_col] = quantise<1>(e, factor).v[0];
+                }
+            }
+            QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(qrow + head);
             // The second time: the same registers, now that the scale is known.
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
@@ -282,7 +381,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
                     } else {
-                        unpack(w[idx], g);
+                        unpack(weight(idx), g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] *= g[k];
@@ -441,14 +540,14 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Ar
 
 inline int grid_for(int64_t groups) { return static_cast<int>(groups < kMaxGrid ? groups : kMaxGrid); }
 
-template <typename T, int VEC, int G, int ITERS>
+template <typename T, int VEC, int G, int ITERS, bool PEEL = false>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
     // The weight stays in registers between the two passes when that costs at most 16
     // registers per thread (8 in 1024-thread blocks, which get only 64).
     constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
+    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, PEEL>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -542,6 +641,36 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 /// True when `p` may be accessed `bytes` at a time.
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+/// [peel-launch]
+/// Rows whose starts are not all 16-byte aligned, with x and q misaligned alike, each peeled
+/// to 16-byte vectors of x (fp8_rows_kernel's PEEL): the launch shapes of launch_width at full
+/// width, by the most whole vectors a row holds. Returns false, launching nothing, past what
+/// 512 threads hold in registers (16-bit rows past 32768 columns, fp32 past 16384).
+template <typename T>
+bool launch_peeled(const Args<T>& a, cudaStream_t stream, cudaError_t& err) {
+    constexpr int V = 16 / static_cast<int>(sizeof(T));
+    const int nvec = a.cols / V;
+    if (a.rows <= kFewRows && nvec > 64 && nvec <= 4096) {
+        if (nvec <= 128) err = launch_rows<T, V, 128, 1, true>(a, stream);
+        else if (nvec <= 256) err = launch_rows<T, V, 256, 1, true>(a, stream);
+        else if (nvec <= 512) err = launch_rows<T, V, 512, 1, true>(a, stream);
+        else if (nvec <= 1024) err = launch_rows<T, V, 1024, 1, true>(a, stream);
+        else if (nvec <= 2048) err = launch_rows<T, V, 1024, 2, true>(a, stream);
+        else err = launch_rows<T, V, 1024, 4, true>(a, stream);
+        return true;
+    }
+    if (nvec <= 64) err = launch_rows<T, V, 16, 4, true>(a, stream);
+    else if (nvec <= 128) err = launch_rows<T, V, 32, 4, true>(a, stream);
+    else if (nvec <= 256) err = launch_rows<T, V, 32, 8, true>(a, stream);
+    else if (nvec <= 512) err = launch_rows<T, V, 64, 8, true>(a, stream);
+    else if (nvec <= 1024) err = launch_rows<T, V, 128, 8, true>(a, stream);
+    else if (nvec <= 2048) err = launch_rows<T, V, 256, 8, true>(a, stream);
+    else if (nvec <= 4096) err = launch_rows<T, V, 512, 8, true>(a, stream);
+    else return false;
+    return true;
+}
+/// [peel-launch]
+
 }  // namespace
 
 template <typename T>
@@ -570,6 +699,19 @@ cudaError_t rmsnorm_fp8_quant(const T* x, int64_t x_row_stride, const T* weight,
 
     const Args<T> a{x, x_row_stride, weight, reinterpret_cast<__nv_fp8_storage_t*>(q), q_row_stride, scale, rows,
                     static_cast<int>(cols), eps, clip};
+    /// [peel-choice]
+    // Narrower than 16 bytes, but x and q misaligned alike in every row (x's element offset from
+    // a 16-byte boundary and q's from an 8-byte one agree, for every row when there is a second):
+    // each row peels its few elements before its first 16-byte boundary of x and after its last
+    // whole vector, and moves the rest 16 bytes of x (8 of q) at a time.
+    constexpr int kFull = 16 / static_cast<int>(sizeof(T));
+    const auto element = [](const void* p, int size) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) / size); };
+    if (vec < kFull && cols >= 32 * kFull && aligned_to(x, sizeof(T)) &&
+        (element(x, sizeof(T)) - element(q, 1)) % kFull == 0 && (rows == 1 || (x_row_stride - q_row_stride) % kFull == 0)) {
+        cudaError_t err = cudaSuccess;
+        if (launch_peeled(a, stream, err)) return err;
+    }
+    /// [peel-choice]
     if constexpr (sizeof(T) == 2) {
         if (vec == 8) return launch_width<T, 8>(a, stream);
     }

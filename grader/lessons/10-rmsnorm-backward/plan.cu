@@ -267,6 +267,13 @@ std::vector<BackCase> backward_cases() {
         {"cols_lt_warp", "19 columns", 1000, 19},
         {"prime_cols", "4099 columns", 513, 4099},
         {"odd_cols", "1001 columns", 300, 1001},
+        // More rows than the device holds row groups, so each group walks several rows, and a row
+        // length that starts every row at another offset from a 16-byte boundary (8 in turn): a
+        // kernel that gives a group's columns the same registers in every row must keep each
+        // group to one offset.
+        {"odd_cols_many_rows", "2001 rows of 2047: each row starts at its own offset, and a row group walks "
+                               "several rows",
+         2001, 2047},
         {"cols_not_multiple_of_width", "4100 columns: the vector width drops", 400, 4100},
         {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
         {"padded_stride_partial_vector", "4095 columns in rows of 4160: strides allow 16 bytes, cols does not", 64,
