@@ -55,6 +55,8 @@ struct Args {
     int64_t rows;
     int cols;
     float eps;
+    int period = 1;          ///< peeled rows: rows this far apart start at the same 16-byte offset
+    int rows_per_block = 1;  ///< peeled rows: rows a block takes, `period` apart
 };
 
 /// fp32 view of an element: all arithmetic is done in fp32.
@@ -262,26 +264,104 @@ __device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int 
 /// [peel]
 
 /**
+ * Rows whose starts are not all 16-byte aligned, peeled (x and y misaligned alike in every row):
+ * one row at a time per block of G threads, each thread holding ITERS 16-byte vectors of it,
+ * lane l < head also element l before them and lane l < tail element l after the last whole
+ * vector. A block takes rows_per_block rows `period` apart: rows that far apart start at the
+ * same offset from a 16-byte boundary, so the block finds its head, tail and weight once. Each
+ * thread shifts its weight vectors into place once and keeps them in dynamic shared memory (its own
+ * slots: no barrier), so a row reads them with one aligned 16-byte load each.
+ */
+template <typename T, int G, int ITERS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a) {
+    constexpr int VEC = 16 / static_cast<int>(sizeof(T));
+    using P = Pack<T, VEC>;
+    __shared__ Partials<G> partials;
+    extern __shared__ uint4 weight_raw[];  // ITERS · G vectors
+    P* weight = reinterpret_cast<P*>(weight_raw);
+    const int lane = threadIdx.x;
+    const int64_t first = blockIdx.x / a.period * a.period * a.rows_per_block + blockIdx.x % a.period;
+    if (first >= a.rows) return;  // the whole block: before any barrier
+
+    const T* x0 = a.x + first * a.x_row_stride;
+    const int head = peel_count<T, VEC>(x0, a.cols);
+    const int nvec = (a.cols - head) / VEC;
+    const int tail = a.cols - head - nvec * VEC;
+    const int tail_col = head + nvec * VEC + lane;
+    {
+        const int skew = skew_of<T, VEC>(a.weight + head);
+        const T* wbase = a.weight + head - skew;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) weight[idx] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+        }
+    }
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+
+    int bank = 0;
+    for (int k = 0; k < a.rows_per_block; ++k) {
+        const int64_t row = first + static_cast<int64_t>(k) * a.period;
+        if (row >= a.rows) break;  // the whole block
+        const T* xrow = a.x + row * a.x_row_stride;
+        T* yrow = a.y + row * a.y_row_stride;
+        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
+        P xv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i)
+            if (lane + i * G < nvec) xv[i] = xr[lane + i * G];
+        const float xh = lane < head ? to_float(xrow[lane]) : 0.0f;
+        const float xt = lane < tail ? to_float(xrow[tail_col]) : 0.0f;
+        float sum = fmaf(xh, xh, xt * xt);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (lane + i * G < nvec) {
+                float f[VEC];
+                unpack(xv[i], f);
+#pragma unroll
+                for (int k2 = 0; k2 < VEC; ++k2) sum = fmaf(f[k2], f[k2], sum);
+            }
+            keep_packed(xv[i]);
+        }
+        sum = row_sum<G>(sum, partials, bank);
+        bank ^= 1;
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
+        if (lane < head) yrow[lane] = from_float<T>(xh * inv_rms * to_float(a.weight[lane]));
+        if (lane < tail) yrow[tail_col] = from_float<T>(xt * inv_rms * to_float(a.weight[tail_col]));
+        P* __restrict__ yr = reinterpret_cast<P*>(yrow + head);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                unpack(weight[idx], g);
+#pragma unroll
+                for (int k2 = 0; k2 < VEC; ++k2) f[k2] = f[k2] * inv_rms * g[k2];
+                yr[idx] = pack<T, VEC>(f);
+            }
+        }
+    }
+}
+
+/**
  * Rows kept in registers. A row group of G threads owns a row; thread `lane` of the
  * group owns vectors lane, lane + G, ..., lane + (ITERS-1)·G of it, so each warp-wide
  * access is contiguous. G ≤ 32: BLOCK/G rows per block, reduced with shuffles.
  * G > 32: BLOCK == G, one row per block, reduced through shared memory.
- *
- * PEEL (G ≥ VEC, 16-byte vectors; x and y share their alignment in every row): each row
- * starts its vectors at its own first 16-byte boundary. Lane l < head also holds element l
- * before it, lane l < tail element l after the last whole vector.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, int MIN_BLOCKS, bool PEEL = false>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, int MIN_BLOCKS>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
-    static_assert(!PEEL || G >= VEC, "a peeled row's edges take up to VEC - 1 lanes");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Partials<G> partials;
 
+    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
 
     int bank = 0;
     // Every thread of the block runs the same number of iterations (the test is on the
@@ -292,16 +372,8 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
         const bool active = row < a.rows;
         // 64-bit offsets: rows × stride passes 2^31 elements on large tensors.
         const int64_t r = active ? row : 0;
-        const T* xrow = a.x + r * a.x_row_stride;
-        T* yrow = a.y + r * a.y_row_stride;
-        // Unpeeled, head and tail are 0 and the weight's skew is 0.
-        const int head = PEEL ? peel_count<T, VEC>(xrow, a.cols) : 0;
-        const int nvec = (a.cols - head) / VEC;
-        const int tail = a.cols - head - nvec * VEC;
-        const int skew = PEEL ? skew_of<T, VEC>(a.weight + head) : 0;
-        const T* wbase = a.weight + head - skew;
-        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
-        P* __restrict__ yr = reinterpret_cast<P*>(yrow + head);
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
+        P* __restrict__ yr = reinterpret_cast<P*>(a.y + r * a.y_row_stride);
 
         /// [vector-load]
         // All loads first: ITERS independent loads of up to 16 bytes in flight per thread
@@ -312,12 +384,6 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
             const int idx = lane + i * G;
             if (active && idx < nvec) xv[i] = xr[idx];
         }
-        // A peeled row's edges: at most one element before its vectors and one after.
-        T xh{}, xt{};
-        if constexpr (PEEL) {
-            if (active && lane < head) xh = xrow[lane];
-            if (active && lane < tail) xt = xrow[head + nvec * VEC + lane];
-        }
         // EARLY_W: the weight is loaded with x, so its latency hides under the same wait;
         // otherwise it is read after the reduction (from L1/L2: every row shares it).
         P wv[EARLY_W ? ITERS : 1];
@@ -325,13 +391,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
-                if (active && idx < nvec) {
-                    if constexpr (PEEL) {
-                        wv[i] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
-                    } else {
-                        wv[i] = reinterpret_cast<const P*>(a.weight)[idx];
-                    }
-                }
+                if (active && idx < nvec) wv[i] = w[idx];
             }
         }
         float sum = 0.0f;
@@ -346,10 +406,6 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
             }
             keep_packed(xv[i]);
         }
-        if constexpr (PEEL) {
-            const float h = to_float(xh), t = to_float(xt);
-            sum = fmaf(h, h, fmaf(t, t, sum));
-        }
         /// [vector-load]
 
         sum = row_sum<G>(sum, partials, bank);
@@ -358,14 +414,6 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
         const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
 
         if (active) {
-            // The edges first: their registers are free before the vectors' weight loads.
-            if constexpr (PEEL) {
-                if (lane < head) yrow[lane] = from_float<T>(to_float(xh) * inv_rms * to_float(a.weight[lane]));
-                if (lane < tail) {
-                    const int c = head + nvec * VEC + lane;
-                    yrow[c] = from_float<T>(to_float(xt) * inv_rms * to_float(a.weight[c]));
-                }
-            }
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
@@ -374,10 +422,8 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
                     unpack(xv[i], f);
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
-                    } else if constexpr (PEEL) {
-                        unpack(load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head), g);
                     } else {
-                        unpack(reinterpret_cast<const P*>(a.weight)[idx], g);
+                        unpack(w[idx], g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
@@ -596,14 +642,14 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) rmsnorm_stream_kerne
 /// balances the tail better than a grid sized to the SM count.
 inline int grid_for(int64_t row_groups) { return static_cast<int>(row_groups < kMaxGrid ? row_groups : kMaxGrid); }
 
-template <typename T, int VEC, int G, int ITERS, bool PEEL = false>
+template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
     // The weight joins x in flight when that costs at most 16 registers per thread
     // (8 in 1024-thread blocks, which get only 64 registers per thread).
     constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, min_blocks(kBlock), PEEL>
+    rmsnorm_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, min_blocks(kBlock)>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -613,10 +659,10 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
 /// the compiler held to 32 registers per thread (`__launch_bounds__(G, 2048 / G)`), so the
 /// SM runs its full 2048 threads. The weight is read after the reduction, not with x: early,
 /// it would not fit in 32 registers.
-template <typename T, int VEC, int G, bool PEEL = false>
+template <typename T, int VEC, int G>
 cudaError_t launch_full_occupancy(const Args<T>& a, cudaStream_t stream) {
     constexpr int kMaxThreadsPerSm = 2048;
-    rmsnorm_rows_kernel<T, VEC, G, 2, G, false, kMaxThreadsPerSm / G, PEEL><<<grid_for(a.rows), G, 0, stream>>>(a);
+    rmsnorm_rows_kernel<T, VEC, G, 2, G, false, kMaxThreadsPerSm / G><<<grid_for(a.rows), G, 0, stream>>>(a);
     return cudaGetLastError();
 }
 /// [full-occupancy]
@@ -705,51 +751,37 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 /// [peel-launch]
-/// One peeled row per block of G threads, ITERS vectors a thread, RESIDENT threads an SM.
-template <typename T, int G, int ITERS, int RESIDENT>
+/// The peeled kernel: a block of G threads for rows_per_block rows of one offset, ITERS vectors
+/// a thread, MIN_BLOCKS blocks an SM.
+template <typename T, int G, int ITERS, int MIN_BLOCKS>
 cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
-    constexpr int V = 16 / static_cast<int>(sizeof(T));
-    rmsnorm_rows_kernel<T, V, G, ITERS, G, false, RESIDENT / G, true><<<grid_for(a.rows), G, 0, stream>>>(a);
+    const int64_t span = static_cast<int64_t>(a.period) * a.rows_per_block;
+    const int64_t blocks = (a.rows + span - 1) / span * a.period;
+    if (blocks > kMaxGrid) return cudaErrorInvalidValue;  // unreachable: rows_per_block grows with rows
+    auto kernel = rmsnorm_peeled_kernel<T, G, ITERS, MIN_BLOCKS>;
+    constexpr int kSmem = ITERS * G * 16;
+    if constexpr (kSmem > 48 * 1024) {
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        if (err != cudaSuccess) return err;
+    }
+    kernel<<<static_cast<int>(blocks), G, kSmem, stream>>>(a);
     return cudaGetLastError();
 }
 
-/// Rows whose starts are not all 16-byte aligned, with x and y misaligned alike, each peeled
-/// to 16-byte vectors (rmsnorm_rows_kernel's PEEL), by the most whole vectors a row holds.
-/// 16-bit rows of 129 to 1024 vectors: one vector a thread, 2048 threads an SM at 32 registers
-/// (two vectors a thread need 40 for the weight's shift, or spill). Returns false, launching
-/// nothing, for rows too long to keep in registers (fp32 past 32768 columns).
+/// Launch shapes of peeled rows by the most whole 16-byte vectors a row holds (65 to 8192; fewer
+/// keep the narrow path): 2 vectors a thread for up to 2048 vectors at 32 registers, 2048 threads
+/// an SM, as the aligned rows of 1025 to 4096 16-bit columns; longer rows 4 or 8 in 1024 threads.
 template <typename T>
-bool launch_peeled(const Args<T>& a, cudaStream_t stream, cudaError_t& err) {
+cudaError_t launch_peeled(const Args<T>& a, cudaStream_t stream) {
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     const int nvec = a.cols / V;
-    if (a.rows <= kFewRows && nvec > 64 && nvec <= 4096) {
-        if (nvec <= 128) err = launch_rows<T, V, 128, 1, true>(a, stream);
-        else if (nvec <= 256) err = launch_rows<T, V, 256, 1, true>(a, stream);
-        else if (nvec <= 512) err = launch_rows<T, V, 512, 1, true>(a, stream);
-        else if (nvec <= 1024) err = launch_rows<T, V, 1024, 1, true>(a, stream);
-        else if (nvec <= 2048) err = launch_rows<T, V, 1024, 2, true>(a, stream);
-        else err = launch_rows<T, V, 1024, 4, true>(a, stream);
-        return true;
-    }
-    if constexpr (sizeof(T) == 2) {
-        if (nvec > 128 && nvec <= 2048) {
-            if (nvec <= 256) err = launch_peeled_block<T, 256, 1, 2048>(a, stream);
-            else if (nvec <= 512) err = launch_peeled_block<T, 512, 1, 2048>(a, stream);
-            else if (nvec <= 1024) err = launch_peeled_block<T, 1024, 1, 2048>(a, stream);
-            else err = launch_peeled_block<T, 512, 4, 1024>(a, stream);
-            return true;
-        }
-    }
-    if (nvec <= 64) err = launch_rows<T, V, 16, 4, true>(a, stream);
-    else if (nvec <= 128) err = launch_rows<T, V, 32, 4, true>(a, stream);
-    else if (nvec <= 256) err = launch_rows<T, V, 32, 8, true>(a, stream);
-    else if (nvec <= 512) err = launch_rows<T, V, 64, 8, true>(a, stream);
-    else if (nvec <= 1024) err = launch_rows<T, V, 128, 8, true>(a, stream);
-    else if (nvec <= 2048) err = launch_rows<T, V, 256, 8, true>(a, stream);
-    else if (nvec <= 4096) err = launch_rows<T, V, 512, 8, true>(a, stream);
-    else if (nvec <= 8192) err = launch_rows<T, V, 1024, 8, true>(a, stream);
-    else return false;
-    return true;
+    if (nvec <= 128) return launch_peeled_block<T, 64, 2, 32>(a, stream);
+    if (nvec <= 256) return launch_peeled_block<T, 128, 2, 16>(a, stream);
+    if (nvec <= 512) return launch_peeled_block<T, 256, 2, 8>(a, stream);
+    if (nvec <= 1024) return launch_peeled_block<T, 512, 2, 4>(a, stream);
+    if (nvec <= 2048) return launch_peeled_block<T, 1024, 2, 2>(a, stream);
+    if (nvec <= 4096) return launch_peeled_block<T, 1024, 4, 1>(a, stream);
+    return launch_peeled_block<T, 1024, 8, 1>(a, stream);
 }
 /// [peel-launch]
 
@@ -807,19 +839,23 @@ cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int
 
     const Args<T> a{x, x_row_stride, weight, y, y_row_stride, rows, static_cast<int>(cols), eps};
     /// [peel-choice]
-    // Narrower than 16 bytes, but x and y are misaligned alike in every row (their addresses,
-    // and their strides when there is a second row, differ by a multiple of 16 bytes): each
-    // row peels its few elements before its first 16-byte boundary and after its last whole
-    // vector, and moves the rest 16 bytes at a time. Measured on an H100 at 16384 x 4095 (a
-    // stride of 4095 leaves 7 of 8 rows misaligned): see lessons/04-vectorized/performance.md.
+    // Narrower than 16 bytes, but x and y misaligned alike in every row (their addresses, and
+    // their strides when there is a second row, differ by a multiple of 16 bytes), and rows of
+    // more than 64 whole vectors: each row peels its few elements before its first 16-byte
+    // boundary and after its last whole vector, and moves the rest 16 bytes at a time.
     constexpr int kFull = 16 / static_cast<int>(sizeof(T));
-    const auto in_step = [](const void* p, const void* q) {
-        return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(q)) % 16 == 0;
+    const auto apart = [](const void* p, const void* q) {
+        return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(q)) % 16;
     };
-    if (vec < kFull && cols >= 32 * kFull && in_step(x, y) &&
+    if (vec < kFull && cols / kFull > 64 && cols / kFull <= 8192 && apart(x, y) == 0 &&
         (rows == 1 || ((x_row_stride - y_row_stride) * static_cast<int64_t>(sizeof(T))) % 16 == 0)) {
-        cudaError_t err = cudaSuccess;
-        if (launch_peeled(a, stream, err)) return err;
+        Args<T> p = a;
+        // Rows `period` apart start at the same offset. A block takes up to 8 of them, so its weight
+        // is shifted once for them all, while the grid keeps at least 2048 blocks.
+        p.period = 1;
+        while (rows > 1 && (x_row_stride * p.period) % kFull != 0) p.period *= 2;
+        p.rows_per_block = static_cast<int>(rows / 2048 < 1 ? 1 : rows / 2048 > 8 ? 8 : rows / 2048);
+        return launch_peeled(p, stream);
     }
     /// [peel-choice]
     if constexpr (sizeof(T) == 2) {

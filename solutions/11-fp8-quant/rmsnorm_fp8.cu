@@ -63,6 +63,8 @@ struct Args {
     int cols;
     float eps;
     float clip;
+    int period = 1;          ///< peeled rows: rows this far apart start at the same 16-byte offset
+    int rows_per_block = 1;  ///< peeled rows: rows a block takes, `period` apart
 };
 
 __device__ __forceinline__ float to_float(float v) { return v; }
@@ -259,22 +261,17 @@ __device__ __forceinline__ void row_reduce(float& sum, float& mx, Slots<G>& slot
  * lane + G, ... (ITERS of them), so each warp-wide access is contiguous. G <= 32: BLOCK / G rows
  * per block, shuffles only; G > 32: one row per block. EARLY_W: the weight stays in registers
  * from the first pass to the second; otherwise it is read twice (from L1/L2: every row shares it).
- *
- * PEEL (G >= VEC, 16-byte vectors of x; x and q misaligned alike in every row): each row starts
- * its vectors at its own first 16-byte boundary of x. Lane l < head also holds element l before
- * them, lane l < tail element l after the last whole vector.
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, bool PEEL = false>
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
 __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
-    static_assert(!PEEL || G >= VEC, "a peeled row's edges take up to VEC - 1 lanes");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     __shared__ Slots<G> slots;
-    const int row_vecs = a.cols / VEC;
-    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
+    const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
+    const P* __restrict__ w = reinterpret_cast<const P*>(a.weight);
     int bank = 0;
 
     // Every thread runs the same iterations (the test is on the block's first row), so the
@@ -284,22 +281,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
         const int64_t row = first + group;
         const bool active = row < a.rows;
         const int64_t r = active ? row : 0;
-        const T* xrow = a.x + r * a.x_row_stride;
-        // Unpeeled, head and tail are 0 and the weight's skew is 0.
-        const int head = PEEL ? peel_count<T, VEC>(xrow, a.cols) : 0;
-        const int nvec = PEEL ? (a.cols - head) / VEC : row_vecs;
-        const int tail = a.cols - head - nvec * VEC;
-        const int skew = PEEL ? skew_of<T, VEC>(a.weight + head) : 0;
-        const T* wbase = a.weight + head - skew;
-        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
-        // The weight's vector idx (from L1/L2, or the registers of EARLY_W).
-        auto weight = [&](int idx) {
-            if constexpr (PEEL) {
-                return load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
-            } else {
-                return w[idx];
-            }
-        };
+        const P* __restrict__ xr = reinterpret_cast<const P*>(a.x + r * a.x_row_stride);
 
         /// [row-on-chip]
         // The first time on chip: every load in flight before any use; the row then stays in
@@ -310,19 +292,12 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             const int idx = lane + i * G;
             if (active && idx < nvec) xv[i] = xr[idx];
         }
-        // A peeled row's edges: at most one element before its vectors and one after.
-        const int tail_col = PEEL ? head + nvec * VEC + lane : 0;
-        T xh{}, xt{};
-        if constexpr (PEEL) {
-            if (active && lane < head) xh = xrow[lane];
-            if (active && lane < tail) xt = xrow[tail_col];
-        }
         P wv[EARLY_W ? ITERS : 1];
         if constexpr (EARLY_W) {
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
                 const int idx = lane + i * G;
-                if (active && idx < nvec) wv[i] = weight(idx);
+                if (active && idx < nvec) wv[i] = w[idx];
             }
         }
         float sumsq = 0.0f, max_xw = 0.0f;
@@ -335,7 +310,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                 if constexpr (EARLY_W) {
                     unpack(wv[i], g);
                 } else {
-                    unpack(weight(idx), g);  // read again in the second pass
+                    unpack(w[idx], g);  // read again in the second pass
                 }
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
@@ -345,12 +320,6 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             }
             keep_packed(xv[i]);
         }
-        if constexpr (PEEL) {
-            const float h = to_float(xh), t = to_float(xt);
-            sumsq = fmaf(h, h, fmaf(t, t, sumsq));
-            if (active && lane < head) max_xw = fmaxf(max_xw, fabsf(h * to_float(a.weight[lane])));
-            if (active && lane < tail) max_xw = fmaxf(max_xw, fabsf(t * to_float(a.weight[tail_col])));
-        }
         row_reduce<G>(sumsq, max_xw, slots, bank);
         bank ^= 1;
         /// [row-on-chip]
@@ -359,18 +328,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
             float factor;
             const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
             if (lane == 0) a.scale[row] = s;
-            __nv_fp8_storage_t* qrow = a.q + row * a.q_row_stride;
-            if constexpr (PEEL) {
-                if (lane < head) {
-                    const float e[1] = {to_float(xh) * to_float(a.weight[lane])};
-                    qrow[lane] = quantise<1>(e, factor).v[0];
-                }
-                if (lane < tail) {
-                    const float e[1] = {to_float(xt) * to_float(a.weight[tail_col])};
-                    qrow[tail_col] = quantise<1>(e, factor).v[0];
-                }
-            }
-            QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(qrow + head);
+            QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(a.q + row * a.q_row_stride);
             // The second time: the same registers, now that the scale is known.
 #pragma unroll
             for (int i = 0; i < ITERS; ++i) {
@@ -381,12 +339,107 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
                     } else {
-                        unpack(weight(idx), g);
+                        unpack(w[idx], g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] *= g[k];
                     qr[idx] = quantise<VEC>(f, factor);
                 }
+            }
+        }
+    }
+}
+
+/**
+ * Rows whose starts are not all 16-byte aligned, peeled (x and q misaligned alike in every row):
+ * one row at a time per block of G threads, each thread holding ITERS 16-byte vectors of x, lane
+ * l < head also element l before them and lane l < tail element l after the last whole vector.
+ * A block takes rows_per_block rows `period` apart: rows that far apart start at the same offset
+ * from a 16-byte boundary, so the block finds its head, tail and weight once. Each thread shifts
+ * its weight vectors into place once and keeps them in dynamic shared memory (its own slots: no
+ * barrier), where both passes over a row read them with one aligned 16-byte load each.
+ */
+template <typename T, int G, int ITERS>
+__global__ void __launch_bounds__(G, min_blocks(G)) fp8_peeled_kernel(Args<T> a) {
+    constexpr int VEC = 16 / static_cast<int>(sizeof(T));
+    using P = Pack<T, VEC>;
+    __shared__ Slots<G> slots;
+    extern __shared__ uint4 weight_raw[];  // ITERS · G vectors
+    P* weight = reinterpret_cast<P*>(weight_raw);
+    const int lane = threadIdx.x;
+    const int64_t first = blockIdx.x / a.period * a.period * a.rows_per_block + blockIdx.x % a.period;
+    if (first >= a.rows) return;  // the whole block: before any barrier
+
+    const int head = peel_count<T, VEC>(a.x + first * a.x_row_stride, a.cols);
+    const int nvec = (a.cols - head) / VEC;
+    const int tail = a.cols - head - nvec * VEC;
+    const int tail_col = head + nvec * VEC + lane;
+    {
+        const int skew = skew_of<T, VEC>(a.weight + head);
+        const T* wbase = a.weight + head - skew;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) weight[idx] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+        }
+    }
+
+    int bank = 0;
+    for (int k = 0; k < a.rows_per_block; ++k) {
+        const int64_t row = first + static_cast<int64_t>(k) * a.period;
+        if (row >= a.rows) break;  // the whole block
+        const T* xrow = a.x + row * a.x_row_stride;
+        const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
+        P xv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i)
+            if (lane + i * G < nvec) xv[i] = xr[lane + i * G];
+        // The edges as x · w: at most one element before the vectors and one after.
+        const float xh = lane < head ? to_float(xrow[lane]) : 0.0f;
+        const float xt = lane < tail ? to_float(xrow[tail_col]) : 0.0f;
+        const float yh = lane < head ? xh * to_float(a.weight[lane]) : 0.0f;
+        const float yt = lane < tail ? xt * to_float(a.weight[tail_col]) : 0.0f;
+        float sumsq = fmaf(xh, xh, xt * xt), max_xw = fmaxf(fabsf(yh), fabsf(yt));
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (lane + i * G < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                unpack(weight[lane + i * G], g);
+#pragma unroll
+                for (int k2 = 0; k2 < VEC; ++k2) {
+                    sumsq = fmaf(f[k2], f[k2], sumsq);
+                    max_xw = fmaxf(max_xw, fabsf(f[k2] * g[k2]));
+                }
+            }
+            keep_packed(xv[i]);
+        }
+        row_reduce<G>(sumsq, max_xw, slots, bank);
+        bank ^= 1;
+
+        float factor;
+        const float s = row_scale(sumsq, max_xw, a.cols, a.eps, a.clip, &factor);
+        if (lane == 0) a.scale[row] = s;
+        __nv_fp8_storage_t* qrow = a.q + row * a.q_row_stride;
+        if (lane < head) {
+            const float e[1] = {yh};
+            qrow[lane] = quantise<1>(e, factor).v[0];
+        }
+        if (lane < tail) {
+            const float e[1] = {yt};
+            qrow[tail_col] = quantise<1>(e, factor).v[0];
+        }
+        QPack<VEC>* qr = reinterpret_cast<QPack<VEC>*>(qrow + head);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) {
+                float f[VEC], g[VEC];
+                unpack(xv[i], f);
+                unpack(weight[idx], g);
+#pragma unroll
+                for (int k2 = 0; k2 < VEC; ++k2) f[k2] *= g[k2];
+                qr[idx] = quantise<VEC>(f, factor);
             }
         }
     }
@@ -540,14 +593,14 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Ar
 
 inline int grid_for(int64_t groups) { return static_cast<int>(groups < kMaxGrid ? groups : kMaxGrid); }
 
-template <typename T, int VEC, int G, int ITERS, bool PEEL = false>
+template <typename T, int VEC, int G, int ITERS>
 cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     constexpr int kBlock = G <= kWarpSize ? 256 : G;
     constexpr int kRowsPerBlock = kBlock / G;
     // The weight stays in registers between the two passes when that costs at most 16
     // registers per thread (8 in 1024-thread blocks, which get only 64).
     constexpr bool kEarlyWeight = ITERS * VEC * sizeof(T) <= (kBlock >= 1024 ? 32 : 64);
-    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight, PEEL>
+    fp8_rows_kernel<T, VEC, G, ITERS, kBlock, kEarlyWeight>
         <<<grid_for((a.rows + kRowsPerBlock - 1) / kRowsPerBlock), kBlock, 0, stream>>>(a);
     return cudaGetLastError();
 }
@@ -642,32 +695,43 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 /// [peel-launch]
-/// Rows whose starts are not all 16-byte aligned, with x and q misaligned alike, each peeled
-/// to 16-byte vectors of x (fp8_rows_kernel's PEEL): the launch shapes of launch_width at full
-/// width, by the most whole vectors a row holds. Returns false, launching nothing, past what
-/// 512 threads hold in registers (16-bit rows past 32768 columns, fp32 past 16384).
+/// The peeled kernel: a block of G threads for rows_per_block rows of one offset, ITERS vectors
+/// a thread.
+template <typename T, int G, int ITERS>
+cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
+    const int64_t span = static_cast<int64_t>(a.period) * a.rows_per_block;
+    const int64_t blocks = (a.rows + span - 1) / span * a.period;
+    if (blocks > kMaxGrid) return cudaErrorInvalidValue;  // unreachable: rows_per_block grows with rows
+    auto kernel = fp8_peeled_kernel<T, G, ITERS>;
+    constexpr int kSmem = ITERS * G * 16;
+    if constexpr (kSmem > 48 * 1024) {
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        if (err != cudaSuccess) return err;
+    }
+    kernel<<<static_cast<int>(blocks), G, kSmem, stream>>>(a);
+    return cudaGetLastError();
+}
+
+/// Launch shapes of peeled rows by the most whole 16-byte vectors a row holds (65 to 4096; fewer
+/// keep the narrow path), as launch_width's at full width: one vector a thread for a few rows,
+/// else 8 a thread in 32 to 512 threads.
 template <typename T>
-bool launch_peeled(const Args<T>& a, cudaStream_t stream, cudaError_t& err) {
+cudaError_t launch_peeled(const Args<T>& a, cudaStream_t stream) {
     constexpr int V = 16 / static_cast<int>(sizeof(T));
     const int nvec = a.cols / V;
-    if (a.rows <= kFewRows && nvec > 64 && nvec <= 4096) {
-        if (nvec <= 128) err = launch_rows<T, V, 128, 1, true>(a, stream);
-        else if (nvec <= 256) err = launch_rows<T, V, 256, 1, true>(a, stream);
-        else if (nvec <= 512) err = launch_rows<T, V, 512, 1, true>(a, stream);
-        else if (nvec <= 1024) err = launch_rows<T, V, 1024, 1, true>(a, stream);
-        else if (nvec <= 2048) err = launch_rows<T, V, 1024, 2, true>(a, stream);
-        else err = launch_rows<T, V, 1024, 4, true>(a, stream);
-        return true;
+    if (a.rows <= kFewRows) {
+        if (nvec <= 128) return launch_peeled_block<T, 128, 1>(a, stream);
+        if (nvec <= 256) return launch_peeled_block<T, 256, 1>(a, stream);
+        if (nvec <= 512) return launch_peeled_block<T, 512, 1>(a, stream);
+        if (nvec <= 1024) return launch_peeled_block<T, 1024, 1>(a, stream);
+        if (nvec <= 2048) return launch_peeled_block<T, 1024, 2>(a, stream);
+        return launch_peeled_block<T, 1024, 4>(a, stream);
     }
-    if (nvec <= 64) err = launch_rows<T, V, 16, 4, true>(a, stream);
-    else if (nvec <= 128) err = launch_rows<T, V, 32, 4, true>(a, stream);
-    else if (nvec <= 256) err = launch_rows<T, V, 32, 8, true>(a, stream);
-    else if (nvec <= 512) err = launch_rows<T, V, 64, 8, true>(a, stream);
-    else if (nvec <= 1024) err = launch_rows<T, V, 128, 8, true>(a, stream);
-    else if (nvec <= 2048) err = launch_rows<T, V, 256, 8, true>(a, stream);
-    else if (nvec <= 4096) err = launch_rows<T, V, 512, 8, true>(a, stream);
-    else return false;
-    return true;
+    if (nvec <= 256) return launch_peeled_block<T, 32, 8>(a, stream);
+    if (nvec <= 512) return launch_peeled_block<T, 64, 8>(a, stream);
+    if (nvec <= 1024) return launch_peeled_block<T, 128, 8>(a, stream);
+    if (nvec <= 2048) return launch_peeled_block<T, 256, 8>(a, stream);
+    return launch_peeled_block<T, 512, 8>(a, stream);
 }
 /// [peel-launch]
 
@@ -700,16 +764,22 @@ cudaError_t rmsnorm_fp8_quant(const T* x, int64_t x_row_stride, const T* weight,
     const Args<T> a{x, x_row_stride, weight, reinterpret_cast<__nv_fp8_storage_t*>(q), q_row_stride, scale, rows,
                     static_cast<int>(cols), eps, clip};
     /// [peel-choice]
-    // Narrower than 16 bytes, but x and q misaligned alike in every row (x's element offset from
-    // a 16-byte boundary and q's from an 8-byte one agree, for every row when there is a second):
-    // each row peels its few elements before its first 16-byte boundary of x and after its last
-    // whole vector, and moves the rest 16 bytes of x (8 of q) at a time.
+    // Narrower than 16 bytes, but x and q misaligned alike in every row (x's element offset from a
+    // 16-byte boundary and q's from an 8-byte one agree, for every row when there is a second),
+    // and rows of 65 to 4096 whole vectors: each row peels its few elements before its first
+    // 16-byte boundary of x and after its last whole vector, and moves the rest 16 bytes of x (8
+    // of q) at a time.
     constexpr int kFull = 16 / static_cast<int>(sizeof(T));
     const auto element = [](const void* p, int size) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) / size); };
-    if (vec < kFull && cols >= 32 * kFull && aligned_to(x, sizeof(T)) &&
+    if (vec < kFull && cols / kFull > 64 && cols / kFull <= 4096 && aligned_to(x, sizeof(T)) &&
         (element(x, sizeof(T)) - element(q, 1)) % kFull == 0 && (rows == 1 || (x_row_stride - q_row_stride) % kFull == 0)) {
-        cudaError_t err = cudaSuccess;
-        if (launch_peeled(a, stream, err)) return err;
+        Args<T> p = a;
+        // Rows `period` apart start at the same offset. A block takes up to 8 of them, so its weight
+        // is shifted once for them all, while the grid keeps at least 2048 blocks.
+        p.period = 1;
+        while (rows > 1 && (x_row_stride * p.period) % kFull != 0) p.period *= 2;
+        p.rows_per_block = static_cast<int>(rows / 2048 < 1 ? 1 : rows / 2048 > 8 ? 8 : rows / 2048);
+        return launch_peeled(p, stream);
     }
     /// [peel-choice]
     if constexpr (sizeof(T) == 2) {
