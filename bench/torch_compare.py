@@ -10,6 +10,14 @@ For every shape of the seed table (DESIGN §6), on the current CUDA device, this
               (lesson 5: the fused add + norm, the sum kept in fp32)
   copy        a device-to-device copy moving the same number of bytes: the roofline
               for a kernel of that size, launch and last wave included
+  compile-dynamic, liger
+              optional peers (bench/peers.py), lessons 4, 5 and 10: the same formula under
+              torch.compile(dynamic=True), and Liger-Kernel's Triton kernels; a column is left
+              out, with a note in the output and the JSON, where its peer is not there
+
+Decode batches (1, 16 and 128 rows of 4096 and 7168 columns, lessons 4 and 5) are latency,
+not bandwidth: their rows carry the microseconds from launch to completion of one call
+(one graph replay), which bench/two_runs.py tabulates as such.
 
 Lessons and their shapes:
   4  rows x cols, every seed shape up to 65536 cols
@@ -68,6 +76,7 @@ import torch
 import torch.nn.functional as F
 
 import fp8_quant as l11
+import peers
 import production_norm as l9
 import results_names
 import rmsnorm_backward as l10
@@ -83,6 +92,8 @@ SEED_SHAPES = (
     + [(r, 4096) for r in (1, 16, 128)]
     + [(32768, c) for c in (4095, 5120, 7168)]
 )
+# Decode batches beside the seed table's 4096-column ones (lessons 4 and 5): a model of 7168.
+DECODE_SHAPES = [(r, 7168) for r in (1, 16, 128)]
 LESSON4_MAX_COLS = 65536
 LONG_ROWS = [(4096, 65536), (4096, 131072), (1024, 262144), (2048, 262144)]
 # Lesson 6: tokens of a [tokens, heads, head_dim] q tensor.
@@ -318,9 +329,15 @@ def lesson10_shape(bench, ref, compiled, rows, cols, dt, dname, no_compile):
     del want_dx, want_dw
     impls = [("reference", launch), ("eager", lambda: l10.backward_formula(dy, x, w, rstd))]
     if not no_compile:
-        impls.append(("compile", lambda: compiled(dy, x, w, rstd)))
+        impls.append(("compile", lambda: compiled[0](dy, x, w, rstd)))
+        impls.append(("compile-dynamic", lambda: compiled[1](dy, x, w, rstd)))
+    dy_liger = None
+    if peers.liger():
+        # Liger writes dx over dy, as its autograd function does by default: its own copy of dy.
+        dy_liger = dy.clone()
+        impls.append(("liger", lambda: peers.liger_backward(dy_liger, x, w, rstd)))
     bench.shape(10, shape, dname, l10.bytes_moved(rows, cols, es), impls)
-    del x, dy, w, rstd, dx, dweight, launch
+    del x, dy, w, rstd, dx, dweight, launch, dy_liger
 
 
 class Bench:
@@ -424,7 +441,11 @@ def main():
     # cache (or its limits) with the 2-D rows above.
     compiled_heads = torch.compile(rms_norm_formula, fullgraph=True)
     compiled9 = {v: torch.compile(l9.VARIANTS[v][6], fullgraph=True) for v in variants}
-    compiled10 = torch.compile(l10.backward_formula, fullgraph=True)
+    compiled10 = (torch.compile(l10.backward_formula, fullgraph=True), peers.compile_dynamic(l10.backward_formula))
+    compiled_norm_dynamic = peers.compile_dynamic(rms_norm_formula)
+    compiled_add_dynamic = peers.compile_dynamic(add_rms_norm_formula)
+    if peers.why_absent():
+        print(f"torch_compare: no Liger-Kernel columns: {peers.why_absent()}", file=sys.stderr)
     compiled11 = torch.compile(l11.formula, fullgraph=True)
 
     bench = Bench(args)
@@ -433,7 +454,7 @@ def main():
     for dname in dtypes:
         dt = DTYPES[dname]
         es = torch.finfo(dt).bits // 8
-        shapes = [(r, c, 4) for r, c in SEED_SHAPES if c <= LESSON4_MAX_COLS]
+        shapes = [(r, c, 4) for r, c in SEED_SHAPES + DECODE_SHAPES if c <= LESSON4_MAX_COLS]
         shapes += [(r, c, 8) for r, c in LONG_ROWS]
         for rows, cols, norm_lesson in shapes:
             todo = lessons & ({4, 5} if norm_lesson == 4 else {8})
@@ -454,6 +475,10 @@ def main():
                          ("eager", lambda: F.rms_norm(x, (cols,), w, EPS))]
                 if not args.no_compile:
                     impls.append(("compile", lambda: compiled_norm(x, w)))
+                    if n == 4:
+                        impls.append(("compile-dynamic", lambda: compiled_norm_dynamic(x, w)))
+                if n == 4 and peers.liger():
+                    impls.append(("liger", lambda: peers.liger_norm(x, w, EPS)))
                 bench.shape(n, shape, dname, nbytes, impls)
             if 5 in todo:
                 ref = refs[5]
@@ -470,6 +495,9 @@ def main():
                 impls = [("reference", lambda: ref(dt, *args5)), ("eager", lambda: add_rms_norm_eager(x, r, w))]
                 if not args.no_compile:
                     impls.append(("compile", lambda: compiled_add(x, r, w)))
+                    impls.append(("compile-dynamic", lambda: compiled_add_dynamic(x, r, w)))
+                if peers.liger():
+                    impls.append(("liger", lambda: peers.liger_add_norm(x, r, w, EPS)))
                 bench.shape(5, shape, dname, nbytes, impls)
                 del r, rout
             del x, w, y
@@ -518,6 +546,8 @@ def main():
         "samples": args.samples,
         "graphs": not args.no_graphs,
         "l2_reset": bench.timer.reset is not None,
+        "liger": peers.version() if peers.liger() else None,
+        "peer_notes": [peers.why_absent()] if peers.why_absent() else [],
         "seconds": round(time.time() - started, 1),
         "rows": bench.rows,
         # What dynamo did (compilations, graph breaks, fallbacks): a slow compiled row can be

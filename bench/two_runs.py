@@ -4,6 +4,9 @@
 A row is "slower" only when the reference is behind torch.compile by more than that run's noise band
 (the gap between the reference's two timings, at least 1%), as scripts/collect-results judges it.
 Lesson 9 rows, when a run has them, also show the share of the large copy given with --copy-gbps.
+The optional peers (bench/peers.py: torch.compile with dynamic shapes, Liger-Kernel) get a table of
+their own, judged the same way, and decode batches (128 rows or fewer) one in microseconds from
+launch to completion, every implementation of the run side by side.
 
 Usage: python3 bench/two_runs.py A.json B.json [--copy-gbps 3005] > table.md
        python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"]
@@ -27,16 +30,78 @@ def rows_of(path):
     for r in run["rows"]:
         g = out.setdefault((r["lesson"], r["shape"], r["dtype"]), {})
         g[r["impl"]] = r["gbps"]
+        g[r["impl"] + " us"] = r["us"]
         if r["impl"] == "reference":
             g["noise"] = r["noise"]
             g["bytes"] = r["gbps"] * r["us"] * 1e3
     return run, out
 
 
-def verdict(g):
-    ratio = g["reference"] / g["compile"]
+def verdict(g, peer="compile"):
+    ratio = g["reference"] / g[peer]
     band = max(g.get("noise", 0.0), 0.01)
     return ratio, "faster" if ratio > 1 + band else "slower" if ratio < 1 - band else "tie"
+
+
+PEERS = (("compile-dynamic", "torch.compile dynamic"), ("liger", "Liger-Kernel"))
+DECODE_ROWS = 128
+DECODE_IMPLS = (("reference", "reference"), ("compile", "torch.compile"), ("compile-dynamic", "compile dynamic"),
+                ("liger", "Liger-Kernel"), ("eager", "eager"), ("copy", "copy of the bytes"))
+
+
+def peer_table(a, b, notes):
+    """The reference against each optional peer, in both runs where there are two."""
+    keys = sorted(k for k in a if any(p in a[k] for p, _ in PEERS))
+    if not keys:
+        for note in notes:
+            print(f"\nNo peer columns: {note}")
+        return
+    present = [(p, name) for p, name in PEERS if any(p in a[k] for k in keys)]
+    print("\n| lesson | shape | dtype | " + " | ".join(f"vs {name}, 1st | vs {name}, 2nd" for _, name in present) + " |")
+    print("|---|---|---|" + "---|---|" * len(present))
+    counts = {}
+    for key in keys:
+        cells = []
+        for p, _ in present:
+            for run in (a, b):
+                g = run.get(key, {})
+                if p in g and "reference" in g:
+                    ratio, v = verdict(g, p)
+                    cells.append(f"{ratio:.3f} {v}")
+                    counts.setdefault(p, []).append(v)
+                else:
+                    cells.append("")
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    for p, name in present:
+        vs = counts.get(p, [])
+        print(f"\n- {name}: {sum(v != 'slower' for v in vs)} of {len(vs)} timings level or ahead, "
+              f"{sum(v == 'slower' for v in vs)} behind by more than the noise")
+    for note in notes:
+        print(f"- {note}")
+
+
+def decode_table(a):
+    """Decode batches in microseconds, launch to completion of one call, every implementation."""
+    keys = sorted(k for k in a if k[0] != 9 and int(k[1].split("x")[0]) <= DECODE_ROWS and "reference" in a[k])
+    if not keys:
+        return
+    present = [(p, name) for p, name in DECODE_IMPLS if any(p in a[k] for k in keys)]
+    print("\nDecode batches, microseconds from launch to completion of one call (one CUDA-graph replay, "
+          "L2 flushed before it; the 1st run):\n")
+    print("| lesson | shape | dtype | " + " | ".join(f"{name} µs" for _, name in present) +
+          " | reference vs the fastest peer |")
+    print("|---|---|---|" + "---:|" * len(present) + "---|")
+    for key in keys:
+        g = a[key]
+        cells = [f"{g[p + ' us']:.2f}" if p in g else "" for p, _ in present]
+        peers = [(g[p + " us"], name) for p, name in present if p in g and p not in ("reference", "copy")]
+        judged = ""
+        if peers:
+            best, name = min(peers)
+            ratio = best / g["reference us"]
+            band = max(g.get("noise", 0.0), 0.01)
+            judged = f"{ratio:.3f} {'faster' if ratio > 1 + band else 'slower' if ratio < 1 - band else 'tie'} ({name})"
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {judged} |")
 
 
 def published_pair(ap, results, gpu):
@@ -70,7 +135,7 @@ def main():
     if not args.first:
         ap.error("give the runs: A.json [B.json], or --results DIR")
     run_a, a = rows_of(args.first)
-    _, b = rows_of(args.second) if args.second else (None, {})
+    run_b, b = rows_of(args.second) if args.second else (None, {})
     print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
           f"{run_a.get('samples')} samples per timing.\n")
     counts = {}
@@ -94,6 +159,9 @@ def main():
         both = sum(1 for va, vb in vs if va != "slower" and vb != "slower")
         print(f"- lesson {lesson}: {both} of {len(vs)} rows at least level with torch.compile in both runs; "
               f"slower in the 1st {sum(va == 'slower' for va, _ in vs)}, in the 2nd {sum(vb == 'slower' for _, vb in vs)}")
+    notes = list(dict.fromkeys(run_a.get("peer_notes", []) + (run_b or {}).get("peer_notes", [])))
+    peer_table(a, b, notes)
+    decode_table(a)
     nine = sorted(k for k in a if k[0] == 9 and "compile" in a[k])
     if nine:
         print("\n| lesson 9 option and shape | dtype | MiB moved | reference GB/s | torch.compile GB/s | vs compile | "
