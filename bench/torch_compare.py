@@ -397,6 +397,8 @@ def main():
     ap.add_argument("--samples", type=int, default=25, help="timed samples per measurement (>= 20)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
     ap.add_argument("--no-graphs", action="store_true", help="time plain calls, host overhead included")
+    ap.add_argument("--max-rows", type=int, default=0,
+                    help="only shapes of at most this many rows (tokens for lesson 6): 128 times the decode batches")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -448,6 +450,9 @@ def main():
         print(f"torch_compare: no Liger-Kernel columns: {peers.why_absent()}", file=sys.stderr)
     compiled11 = torch.compile(l11.formula, fullgraph=True)
 
+    def few(rows):
+        return not args.max_rows or rows <= args.max_rows
+
     bench = Bench(args)
     torch.manual_seed(0)
     started = time.time()
@@ -456,6 +461,7 @@ def main():
         es = torch.finfo(dt).bits // 8
         shapes = [(r, c, 4) for r, c in SEED_SHAPES + DECODE_SHAPES if c <= LESSON4_MAX_COLS]
         shapes += [(r, c, 8) for r, c in LONG_ROWS]
+        shapes = [(r, c, n) for r, c, n in shapes if few(r)]
         for rows, cols, norm_lesson in shapes:
             todo = lessons & ({4, 5} if norm_lesson == 4 else {8})
             if not todo:
@@ -504,7 +510,7 @@ def main():
         if 6 in lessons:
             ref, d = refs[6], QK_HEAD_DIM
             w = fill(torch.empty(d, dtype=dt, device="cuda"))
-            for tokens in QK_TOKENS:
+            for tokens in filter(few, QK_TOKENS):
                 qkv = fill(torch.empty(tokens, (QK_HEADS + 2 * QK_KV_HEADS) * d, dtype=dt, device="cuda"))
                 q = qkv[:, : QK_HEADS * d].view(tokens, QK_HEADS, d)  # token stride (H + 2*KV)*D
                 qc = q.contiguous()
@@ -526,17 +532,17 @@ def main():
         if ref9 is not None:
             only = {int(c) for c in args.lesson9_cols.split(",") if c}
             for rows, cols in SEED_SHAPES:
-                if cols <= LESSON4_MAX_COLS and (not only or cols in only):
+                if cols <= LESSON4_MAX_COLS and (not only or cols in only) and few(rows):
                     for v in variants:
                         lesson9_shape(bench, ref9, compiled9[v], v, rows, cols, dt, dname, args.no_compile)
         if ref10 is not None:
-            for rows, cols in l10.SHAPES:
+            for rows, cols in filter(lambda s: few(s[0]), l10.SHAPES):
                 lesson10_shape(bench, ref10, compiled10, rows, cols, dt, dname, args.no_compile)
 
         if ref11 is not None:
             fp8_shapes = FP8_ISSUE_SHAPES if args.fp8_shapes == "issue" else \
                 [(r, c) for r, c in SEED_SHAPES if c <= LESSON4_MAX_COLS]
-            for rows, cols in fp8_shapes:
+            for rows, cols in filter(lambda s: few(s[0]), fp8_shapes):
                 lesson11_shape(bench, ref11, compiled11, rows, cols, dt, dname, args.no_compile)
 
     result = {
