@@ -76,7 +76,7 @@ struct Args {
 };
 
 template <typename T, int W>
-__global__ void rows_in_registers(const T* x, const T* weight, __nv_fp8_storage_t* q, float* scale, Args a, int g) {
+__global__ void __launch_bounds__(1024) rows_in_registers(const T* x, const T* weight, __nv_fp8_storage_t* q, float* scale, Args a, int g) {
     using P = Pack<T, W>;
     __shared__ float2 partials[32];
     const int nvec = a.cols / W;
@@ -123,7 +123,7 @@ __global__ void rows_in_registers(const T* x, const T* weight, __nv_fp8_storage_
 
 /// Rows too long to hold: the sums in a first read, q from a second. 1024 threads.
 template <typename T, int W>
-__global__ void rows_read_twice(const T* x, const T* weight, __nv_fp8_storage_t* q, float* scale, Args a) {
+__global__ void __launch_bounds__(1024) rows_read_twice(const T* x, const T* weight, __nv_fp8_storage_t* q, float* scale, Args a) {
     using P = Pack<T, W>;
     __shared__ float2 partials[32];
     const int nvec = a.cols / W;
@@ -164,7 +164,7 @@ cudaError_t launch(const T* x, const T* weight, __nv_fp8_storage_t* q, float* sc
     }
     int g = 4;
     while (g < 1024 && g * kIters < nvec) g *= 2;
-    const int block = g < 256 ? 256 : g;
+    const int block = g <= 32 ? 256 : g;  // a row group past a warp is the whole block
     const int64_t blocks = (a.rows + block / g - 1) / (block / g);
     rows_in_registers<T, W><<<static_cast<int>(blocks < 65536 ? blocks : 65536), block, 0, stream>>>(x, weight, q,
                                                                                                       scale, a, g);

@@ -47,7 +47,7 @@ struct Layout {
 };
 
 template <typename T, int W>
-__global__ void heads_in_registers(const T* x, Layout xl, const T* weight, T* y, Layout yl, int64_t tokens,
+__global__ void __launch_bounds__(1024) heads_in_registers(const T* x, Layout xl, const T* weight, T* y, Layout yl, int64_t tokens,
                                    int64_t heads, int cols, float eps, int g) {
     using P = Pack<T, W>;
     __shared__ float partials[32];
@@ -88,7 +88,7 @@ __global__ void heads_in_registers(const T* x, Layout xl, const T* weight, T* y,
 
 /// Heads too long to hold (narrow widths only): sum squares, then read the head again. 1024 threads.
 template <typename T, int W>
-__global__ void heads_read_twice(const T* x, Layout xl, const T* weight, T* y, Layout yl, int64_t tokens,
+__global__ void __launch_bounds__(1024) heads_read_twice(const T* x, Layout xl, const T* weight, T* y, Layout yl, int64_t tokens,
                                  int64_t heads, int cols, float eps) {
     using P = Pack<T, W>;
     __shared__ float partials[32];
@@ -122,7 +122,7 @@ cudaError_t launch(const T* x, Layout xl, const T* weight, T* y, Layout yl, int6
     }
     int g = 4;
     while (g < 1024 && g * kIters < nvec) g *= 2;
-    const int block = g < 256 ? 256 : g;
+    const int block = g <= 32 ? 256 : g;  // a row group past a warp is the whole block
     const int64_t blocks = (count + block / g - 1) / (block / g);
     heads_in_registers<T, W><<<static_cast<int>(blocks < 65536 ? blocks : 65536), block, 0, stream>>>(
         x, xl, weight, y, yl, tokens, heads, cols, eps, g);

@@ -41,7 +41,7 @@ __device__ float block_sum(float v, float* partials) {
 }
 
 template <typename T, int W>
-__global__ void rmsnorm_pdl_kernel(const T* x, const T* weight, T* y, int64_t rows, int cols, float eps) {
+__global__ void __launch_bounds__(1024) rmsnorm_pdl_kernel(const T* x, const T* weight, T* y, int64_t rows, int cols, float eps) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     using P = Pack<T, W>;
     __shared__ float partials[32];

@@ -2,10 +2,11 @@
 /// @brief A straightforward lesson 8 kernel: what the lesson's README and stub teach and nothing
 /// more. A cluster of 1, 2, 4 or 8 blocks of 512 threads per row (the smallest whose slices fit
 /// in 64 KB of shared memory; 128 KB for the longest fp32 rows), each block loading its slice
-/// into dynamic shared memory once while summing squares, the block's sum in shared memory, a
-/// cluster barrier, every block adding the partials in rank order through distributed shared
-/// memory, the slice scaled from shared memory, and a second cluster barrier before the next
-/// row. It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// into dynamic shared memory once while summing squares (four loads in flight a thread), the
+/// block's sum in shared memory, a cluster barrier, every block adding the partials in rank
+/// order through distributed shared memory, the slice scaled from shared memory, and a second
+/// cluster barrier before the next row. It checks that the gate stays fair:
+/// scripts/straightforward-check grades it on a GPU.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -50,11 +51,19 @@ __global__ void rmsnorm_cluster_kernel(const T* x, int64_t xs, const T* weight, 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     for (int64_t row = blockIdx.x / blocks; row < rows; row += gridDim.x / blocks) {
         const P* xr = reinterpret_cast<const P*>(x + row * xs) + first;
+        // Four loads in flight a thread before their values are used.
         float sum = 0.0f;
-        for (int i = threadIdx.x; i < count; i += kThreads) {
-            const P v = xr[i];
-            slice[i] = v;
-            for (int k = 0; k < W; ++k) sum += to_float(v.v[k]) * to_float(v.v[k]);
+        for (int base = threadIdx.x; base < count; base += 4 * kThreads) {
+            P v[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (base + u * kThreads < count) v[u] = xr[base + u * kThreads];
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (base + u * kThreads < count) {
+                    slice[base + u * kThreads] = v[u];
+                    for (int k = 0; k < W; ++k) sum += to_float(v[u].v[k]) * to_float(v[u].v[k]);
+                }
         }
         for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
         if (lane == 0) warp_sums[warp] = sum;

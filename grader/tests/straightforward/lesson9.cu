@@ -103,7 +103,7 @@ __device__ void store_y(const Params& a, T* yr, int idx, const float (&s)[W], fl
 }
 
 template <typename T, int W, bool RES>
-__global__ void rows_in_registers(Params a, int g) {
+__global__ void __launch_bounds__(1024) rows_in_registers(Params a, int g) {
     using P = Pack<T, W>;
     __shared__ float partials[32];
     const int nvec = a.cols / W;
@@ -161,7 +161,7 @@ __global__ void rows_in_registers(Params a, int g) {
 /// about the mean in a second, y in a third; s is read back from residual_out when it was written
 /// (it may have replaced the residual), else formed again. 1024 threads.
 template <typename T, int W, bool RES>
-__global__ void rows_read_again(Params a) {
+__global__ void __launch_bounds__(1024) rows_read_again(Params a) {
     using P = Pack<T, W>;
     __shared__ float partials[32];
     const int nvec = a.cols / W;
@@ -227,7 +227,7 @@ cudaError_t launch(const Params& a, cudaStream_t stream) {
     }
     int g = 4;
     while (g < 1024 && g * kIters < nvec) g *= 2;
-    const int block = g < 256 ? 256 : g;
+    const int block = g <= 32 ? 256 : g;  // a row group past a warp is the whole block
     const int64_t blocks = (a.rows + block / g - 1) / (block / g);
     rows_in_registers<T, W, RES><<<static_cast<int>(std::min<int64_t>(blocks, 65536)), block, 0, stream>>>(a, g);
     return cudaGetLastError();
