@@ -18,6 +18,7 @@ KINDS = {
     "torch": "-torch",                 # bench/torch_compare.py, lessons 4, 5, 6 and 8, two runs in a row
     "lesson9-torch": "-lesson9-torch",  # bench/torch_compare.py --lessons 9
     "lessons10-11": "-lessons10-11",   # bench/torch_compare.py --lessons 10,11 beside the grader's gate tables
+    "decode": "-decode",               # bench/torch_compare.py --max-rows 128: decode batches in µs, two runs in a row
     "ncu-torch": "-ncu-torch",         # bench/ncu_torch.py
     "check": "-check",                 # scripts/gpu-check, written up by hand from its summaries
 }

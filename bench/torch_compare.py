@@ -61,6 +61,7 @@ To refresh the published rows (docs/results/index.md), write them under their st
     python3 bench/torch_compare.py --lessons 4,5,6,8 --publish docs/results --run 1   # and again with --run 2
     python3 bench/torch_compare.py --lessons 9 --publish docs/results
     python3 bench/torch_compare.py --lessons 10,11 --fp8-shapes issue --publish docs/results
+    python3 bench/torch_compare.py --lessons 4,5,10 --max-rows 128 --kind decode --publish docs/results --run 1  # and 2
 which write docs/results/torch/<gpu>-torch-run1.json (-run2), <gpu>-lesson9-torch.json and
 <gpu>-lessons10-11.json; bench/two_runs.py --results docs/results makes the two-run table from the first pair.
 """
@@ -381,7 +382,7 @@ def main():
     ap.add_argument("--out", help="JSON file to write")
     ap.add_argument("--publish", metavar="DIR",
                     help="also write the rows under their stable name in DIR/torch/ (DIR: docs/results)")
-    ap.add_argument("--kind", choices=("torch", "lesson9-torch", "lessons10-11"),
+    ap.add_argument("--kind", choices=("torch", "lesson9-torch", "lessons10-11", "decode"),
                     help="the results page the published rows belong to (default: from --lessons)")
     ap.add_argument("--run", type=int, choices=(1, 2),
                     help="with --publish and the two-run page (lessons 4, 5, 6, 8): which of the two runs this is")
@@ -415,8 +416,10 @@ def main():
     if args.publish and kind is None:
         ap.error("these lessons belong to more than one results page (4,5,6,8 | 9 | 10,11): "
                  "publish them in separate runs, or name the page with --kind")
-    if args.publish and kind == "torch" and not args.run:
-        ap.error("the lessons 4-8 page is two runs in a row: say which with --run 1 or --run 2")
+    if args.publish and kind in ("torch", "decode") and not args.run:
+        ap.error(f"the {kind} page is two runs in a row: say which with --run 1 or --run 2")
+    if kind == "decode" and not 0 < args.max_rows <= 128:
+        ap.error("the decode page is the decode batches alone: give --max-rows 128 (or fewer)")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in l9.VARIANTS:
@@ -562,7 +565,7 @@ def main():
     }
     targets = [args.out] if args.out else []
     if args.publish:
-        targets.append(results_names.raw(args.publish, result["gpu"], kind, args.run if kind == "torch" else None))
+        targets.append(results_names.raw(args.publish, result["gpu"], kind, args.run if kind in ("torch", "decode") else None))
     for path in targets:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as f:

@@ -9,7 +9,7 @@ their own, judged the same way, and decode batches (128 rows or fewer) one in mi
 launch to completion, every implementation of the run side by side.
 
 Usage: python3 bench/two_runs.py A.json B.json [--copy-gbps 3005] > table.md
-       python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"]
+       python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"] [--kind decode]
 The second form reads the published pair, docs/results/torch/<gpu>-torch-run1.json and -run2.json
 (bench/torch_compare.py --publish; docs/results/index.md), for the table of <gpu>-torch.md.
 A lesson 9 run alone (one file) gives its lesson 9 table.
@@ -104,12 +104,13 @@ def decode_table(a):
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {judged} |")
 
 
-def published_pair(ap, results, gpu):
-    """The two published runs of the lessons 4-8 page, for the named GPU or the only one there is."""
+def published_pair(ap, results, gpu, kind="torch"):
+    """The two published runs of a two-run page (lessons 4-8, or the decode batches), for the named
+    GPU or the only one there is."""
     if gpu:
-        pair = [results_names.raw(results, gpu, "torch", run) for run in (1, 2)]
+        pair = [results_names.raw(results, gpu, kind, run) for run in (1, 2)]
     else:
-        pattern = "*" + results_names.KINDS["torch"] + "-run1.json"
+        pattern = "*" + results_names.KINDS[kind] + "-run1.json"
         firsts = sorted(glob.glob(os.path.join(results, results_names.RAW_FOLDER, pattern)))
         if len(firsts) != 1:
             ap.error(f"{len(firsts)} published pairs under {results}; name the GPU with --gpu")
@@ -126,12 +127,14 @@ def main():
     ap.add_argument("second", nargs="?")
     ap.add_argument("--results", metavar="DIR", help="read the published pair of runs from DIR/torch/")
     ap.add_argument("--gpu", help="with --results: the GPU's name (default: the only GPU with a published pair)")
+    ap.add_argument("--kind", default="torch", choices=("torch", "decode"),
+                    help="with --results: which two-run page (default: lessons 4-8)")
     ap.add_argument("--copy-gbps", type=float, default=0.0, help="the large copy, for lesson 9's share column")
     args = ap.parse_args()
     if args.results:
         if args.first:
             ap.error("give either two run files or --results, not both")
-        args.first, args.second = published_pair(ap, args.results, args.gpu)
+        args.first, args.second = published_pair(ap, args.results, args.gpu, args.kind)
     if not args.first:
         ap.error("give the runs: A.json [B.json], or --results DIR")
     run_a, a = rows_of(args.first)

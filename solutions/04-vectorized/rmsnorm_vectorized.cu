@@ -55,8 +55,6 @@ struct Args {
     int64_t rows;
     int cols;
     float eps;
-    int period = 1;          ///< peeled rows: rows this far apart start at the same 16-byte offset
-    int rows_per_block = 1;  ///< peeled rows: rows a block takes, `period` apart
 };
 
 /// fp32 view of an element: all arithmetic is done in fp32.
@@ -265,12 +263,12 @@ __device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int 
 
 /**
  * Rows whose starts are not all 16-byte aligned, peeled (x and y misaligned alike in every row):
- * one row at a time per block of G threads, each thread holding ITERS 16-byte vectors of it,
- * lane l < head also element l before them and lane l < tail element l after the last whole
- * vector. A block takes rows_per_block rows `period` apart: rows that far apart start at the
- * same offset from a 16-byte boundary, so the block finds its head, tail and weight once. Each
- * thread shifts its weight vectors into place once and keeps them in dynamic shared memory (its own
- * slots: no barrier), so a row reads them with one aligned 16-byte load each.
+ * one row per block of G threads at a time, each thread holding ITERS 16-byte vectors of it, lane
+ * l < head also element l before them and lane l < tail element l after the last whole vector.
+ * Before it loads the row, each thread shifts its weight vectors into place for the row's offset
+ * and keeps them in dynamic shared memory (its own slots: no barrier), so the shift's registers
+ * are free again by the time the row's are needed, and the row reads them with one aligned
+ * 16-byte load each.
  */
 template <typename T, int G, int ITERS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a) {
@@ -280,31 +278,24 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
     extern __shared__ uint4 weight_raw[];  // ITERS · G vectors
     P* weight = reinterpret_cast<P*>(weight_raw);
     const int lane = threadIdx.x;
-    const int64_t first = blockIdx.x / a.period * a.period * a.rows_per_block + blockIdx.x % a.period;
-    if (first >= a.rows) return;  // the whole block: before any barrier
-
-    const T* x0 = a.x + first * a.x_row_stride;
-    const int head = peel_count<T, VEC>(x0, a.cols);
-    const int nvec = (a.cols - head) / VEC;
-    const int tail = a.cols - head - nvec * VEC;
-    const int tail_col = head + nvec * VEC + lane;
-    {
-        const int skew = skew_of<T, VEC>(a.weight + head);
-        const T* wbase = a.weight + head - skew;
-#pragma unroll
-        for (int i = 0; i < ITERS; ++i) {
-            const int idx = lane + i * G;
-            if (idx < nvec) weight[idx] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
-        }
-    }
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
-
     int bank = 0;
-    for (int k = 0; k < a.rows_per_block; ++k) {
-        const int64_t row = first + static_cast<int64_t>(k) * a.period;
-        if (row >= a.rows) break;  // the whole block
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         const T* xrow = a.x + row * a.x_row_stride;
         T* yrow = a.y + row * a.y_row_stride;
+        const int head = peel_count<T, VEC>(xrow, a.cols);
+        const int nvec = (a.cols - head) / VEC;
+        const int tail = a.cols - head - nvec * VEC;
+        const int tail_col = head + nvec * VEC + lane;
+        {
+            const int skew = skew_of<T, VEC>(a.weight + head);
+            const T* wbase = a.weight + head - skew;
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) weight[idx] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+            }
+        }
         const P* __restrict__ xr = reinterpret_cast<const P*>(xrow + head);
         P xv[ITERS];
 #pragma unroll
@@ -319,7 +310,7 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
                 float f[VEC];
                 unpack(xv[i], f);
 #pragma unroll
-                for (int k2 = 0; k2 < VEC; ++k2) sum = fmaf(f[k2], f[k2], sum);
+                for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
             }
             keep_packed(xv[i]);
         }
@@ -337,7 +328,7 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
                 unpack(xv[i], f);
                 unpack(weight[idx], g);
 #pragma unroll
-                for (int k2 = 0; k2 < VEC; ++k2) f[k2] = f[k2] * inv_rms * g[k2];
+                for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
                 yr[idx] = pack<T, VEC>(f);
             }
         }
@@ -751,20 +742,16 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 /// [peel-launch]
-/// The peeled kernel: a block of G threads for rows_per_block rows of one offset, ITERS vectors
-/// a thread, MIN_BLOCKS blocks an SM.
+/// The peeled kernel: a block of G threads a row, ITERS vectors a thread, MIN_BLOCKS blocks an SM.
 template <typename T, int G, int ITERS, int MIN_BLOCKS>
 cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
-    const int64_t span = static_cast<int64_t>(a.period) * a.rows_per_block;
-    const int64_t blocks = (a.rows + span - 1) / span * a.period;
-    if (blocks > kMaxGrid) return cudaErrorInvalidValue;  // unreachable: rows_per_block grows with rows
     auto kernel = rmsnorm_peeled_kernel<T, G, ITERS, MIN_BLOCKS>;
     constexpr int kSmem = ITERS * G * 16;
     if constexpr (kSmem > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
         if (err != cudaSuccess) return err;
     }
-    kernel<<<static_cast<int>(blocks), G, kSmem, stream>>>(a);
+    kernel<<<grid_for(a.rows), G, kSmem, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -849,13 +836,7 @@ cudaError_t rmsnorm(const T* x, int64_t x_row_stride, const T* weight, T* y, int
     };
     if (vec < kFull && cols / kFull > 64 && cols / kFull <= 8192 && apart(x, y) == 0 &&
         (rows == 1 || ((x_row_stride - y_row_stride) * static_cast<int64_t>(sizeof(T))) % 16 == 0)) {
-        Args<T> p = a;
-        // Rows `period` apart start at the same offset. A block takes up to 8 of them, so its weight
-        // is shifted once for them all, while the grid keeps at least 2048 blocks.
-        p.period = 1;
-        while (rows > 1 && (x_row_stride * p.period) % kFull != 0) p.period *= 2;
-        p.rows_per_block = static_cast<int>(rows / 2048 < 1 ? 1 : rows / 2048 > 8 ? 8 : rows / 2048);
-        return launch_peeled(p, stream);
+        return launch_peeled(a, stream);
     }
     /// [peel-choice]
     if constexpr (sizeof(T) == 2) {

@@ -3,11 +3,11 @@
 /// reference's tuning. Short rows (up to 128 vectors) take a warp per row group, 8 groups a block,
 /// the block's warps adding their column sums in warp order into one partial row; longer rows take
 /// a block, or a cluster of 2 to 8 blocks splitting the row's columns, whose row sum m meets
-/// through distributed shared memory with two cluster barriers a row. Every thread holds its
-/// weight vectors and its columns' dweight sums in registers across the rows it visits, and the
-/// groups are as many as the device keeps resident (by threads). A second kernel adds the partial
-/// rows column by column in a fixed order (8 warps a block, each a slice of the partials). It
-/// checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// through distributed shared memory with two cluster barriers a row. Every thread holds its weight
+/// vectors and its columns' dweight sums in registers across the rows it visits, and the groups are
+/// as many as the device keeps resident (by threads). A second kernel adds the partial rows column
+/// by column in a fixed order (8 warps a block, each a slice of the partials). It checks that the
+/// gate stays fair: scripts/straightforward-check grades it on a GPU.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,7 +23,9 @@ namespace {
 
 __device__ float to_float(float v) { return v; }
 __device__ float to_float(__half v) { return __half2float(v); }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+/// bf16 is the top half of an fp32: a shift. Written out, it lets the compiler keep a held row
+/// packed; with the intrinsic it keeps fp32 copies of it, and an 8-vector row spills.
+__device__ float to_float(__nv_bfloat16 v) { return __uint_as_float(static_cast<unsigned>(__bfloat16_as_ushort(v)) << 16); }
 template <typename T> __device__ T from_float(float v);
 template <> __device__ float from_float<float>(float v) { return v; }
 template <> __device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
@@ -57,7 +59,7 @@ __device__ float warp_sum(float v) {
 template <typename T, int W, int V>
 __global__ void __launch_bounds__(256) warp_groups(Args<T> a) {
     using P = Pack<T, W>;
-    extern __shared__ float column_sums[];  // cols floats
+    extern __shared__ float sums[];  // cols floats
     const int nvec = a.cols / W;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int idx[V];
@@ -107,13 +109,13 @@ __global__ void __launch_bounds__(256) warp_groups(Args<T> a) {
             for (int i = 0; i < V; ++i)
                 if (idx[i] < nvec)
                     for (int k = 0; k < W; ++k) {
-                        float& slot = column_sums[idx[i] * W + k];
+                        float& slot = sums[idx[i] * W + k];
                         slot = turn == 0 ? acc[i][k] : slot + acc[i][k];
                     }
         __syncthreads();
     }
     float* out = a.partials + static_cast<int64_t>(blockIdx.x) * a.cols;
-    for (int c = threadIdx.x; c < a.cols; c += 256) out[c] = column_sums[c];
+    for (int c = threadIdx.x; c < a.cols; c += 256) out[c] = sums[c];
 }
 
 /// Row group blockIdx.x / cluster size walks rows group, group + groups, ...; block `rank` of its

@@ -1,7 +1,7 @@
 /// @file lesson2.cu
-/// @brief A straightforward lesson 2 kernel: what the lesson's README teaches and nothing more
-/// (one warp per row, lane-strided loads, a shuffle butterfly, a grid-stride loop over rows).
-/// It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// @brief A straightforward lesson 2 kernel: what the lesson's README teaches and nothing more (one
+/// warp per row, lane-strided loads, a shuffle butterfly, a grid-stride loop over rows). It checks
+/// that the gate stays fair: scripts/straightforward-check grades it on a GPU.
 #include <cuda_runtime.h>
 
 #include <cstdint>

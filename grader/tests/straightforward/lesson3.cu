@@ -1,8 +1,8 @@
 /// @file lesson3.cu
-/// @brief A straightforward lesson 3 kernel: one block of 256 threads per row, the textbook
-/// two-level reduction (warp shuffles, warp sums through shared memory, warp 0 adds them and
-/// broadcasts the total through shared memory), the row read twice. It checks that the gate
-/// stays fair: scripts/straightforward-check grades it on a GPU.
+/// @brief A straightforward lesson 3 kernel: one block of 256 threads per row, the textbook two-
+/// level reduction (warp shuffles, warp sums through shared memory, warp 0 adds them and broadcasts
+/// the total through shared memory), the row read twice. It checks that the gate stays fair:
+/// scripts/straightforward-check grades it on a GPU.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,10 +1,11 @@
 /// @file lesson7.cu
 /// @brief A straightforward lesson 7 kernel: what the lesson's README and stub teach and nothing
-/// more. One block per row (threads from cols, at most 8 vectors each), the thread's weight
-/// vectors loaded before the grid-dependency wait, the dependents released right after, the row
-/// kept in registers, the block sum through shared memory; cudaLaunchKernelEx with the PDL
-/// attribute when use_pdl. Rows longer than 1024 threads × 8 vectors (narrow widths only) are
-/// read twice. It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// more. One block per row (a thread a vector, up to 1024 threads; 8 vectors a thread past that),
+/// the thread's weight vectors loaded before the grid-dependency wait, the dependents released
+/// right after, the row kept in registers, the block sum through shared memory; cudaLaunchKernelEx
+/// with the PDL attribute when use_pdl. Rows longer than 1024 threads × 8 vectors (narrow widths
+/// only) are read twice. It checks that the gate stays fair: scripts/straightforward-check grades
+/// it on a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -18,7 +19,9 @@ constexpr int kIters = 8;  ///< vectors a thread holds
 
 __device__ float to_float(float v) { return v; }
 __device__ float to_float(__half v) { return __half2float(v); }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+/// bf16 is the top half of an fp32: a shift. Written out, it lets the compiler keep a held row
+/// packed; with the intrinsic it keeps fp32 copies of it, and an 8-vector row spills.
+__device__ float to_float(__nv_bfloat16 v) { return __uint_as_float(static_cast<unsigned>(__bfloat16_as_ushort(v)) << 16); }
 template <typename T> __device__ T from_float(float v);
 template <> __device__ float from_float<float>(float v) { return v; }
 template <> __device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
@@ -98,8 +101,9 @@ template <typename T, int W>
 cudaError_t launch(const T* x, const T* weight, T* y, int64_t rows, int cols, float eps, bool use_pdl,
                    cudaStream_t stream) {
     const int nvec = cols / W;
+    // Decode batches: one vector a thread (up to 1024 threads), the shortest path from launch to store.
     int threads = 32;
-    while (threads < 1024 && threads * kIters < nvec) threads *= 2;
+    while (threads < 1024 && threads < nvec) threads *= 2;
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[0].val.programmaticStreamSerializationAllowed = 1;

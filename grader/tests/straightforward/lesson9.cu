@@ -1,11 +1,12 @@
 /// @file lesson9.cu
 /// @brief A straightforward lesson 9 kernel: the reference's validation and descriptor (host code,
 /// unchanged), with a plain kernel behind them. G threads own a row (at most 4 vectors each, 16
-/// bytes or one element), x and residual of the row are held packed in registers, residual_out
-/// is written as s is formed, LayerNorm's mean and then the variance about it are two row
-/// reductions over the held values, and the weight and bias are read as T or fp32. Rows longer
-/// than 1024 threads × 4 vectors are read again for each pass (residual_out, when written, stands
-/// in for s). It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// bytes or one element), x and residual of the row are held packed in registers, residual_out is
+/// written as s is formed, LayerNorm's mean and then the variance about it are two row reductions
+/// over the held values, and the weight and bias are read as T or fp32. Rows longer than 1024
+/// threads × 4 vectors are read again for each pass (residual_out, when written, stands in for s).
+/// A decode batch (256 rows or fewer) gets one vector a thread. It checks that the gate stays fair:
+/// scripts/straightforward-check grades it on a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -52,7 +53,9 @@ __device__ __forceinline__ int64_t rstd_index(int64_t row, int64_t heads, int64_
 
 __device__ float to_float(float v) { return v; }
 __device__ float to_float(__half v) { return __half2float(v); }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+/// bf16 is the top half of an fp32: a shift. Written out, it lets the compiler keep a held row
+/// packed; with the intrinsic it keeps fp32 copies of it, and an 8-vector row spills.
+__device__ float to_float(__nv_bfloat16 v) { return __uint_as_float(static_cast<unsigned>(__bfloat16_as_ushort(v)) << 16); }
 template <typename T> __device__ T from_float(float v);
 template <> __device__ float from_float<float>(float v) { return v; }
 template <> __device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
@@ -225,8 +228,10 @@ cudaError_t launch(const Params& a, cudaStream_t stream) {
         rows_read_again<T, W, RES><<<static_cast<int>(std::min<int64_t>(a.rows, 65536)), 1024, 0, stream>>>(a);
         return cudaGetLastError();
     }
+    // A few rows (a decode batch) cannot fill the GPU: one vector a thread, the shortest path.
+    const int per_thread = a.rows <= 256 ? 1 : kIters;
     int g = 4;
-    while (g < 1024 && g * kIters < nvec) g *= 2;
+    while (g < 1024 && g * per_thread < nvec) g *= 2;
     const int block = g <= 32 ? 256 : g;  // a row group past a warp is the whole block
     const int64_t blocks = (a.rows + block / g - 1) / (block / g);
     rows_in_registers<T, W, RES><<<static_cast<int>(std::min<int64_t>(blocks, 65536)), block, 0, stream>>>(a, g);
