@@ -252,6 +252,7 @@ class ResultsNamesTests(unittest.TestCase):
         self.assertEqual(n.raw("R", gpu, "ncu-torch"), os.path.join("R", "torch", "nvidia-h100-80gb-hbm3-ncu-torch.json"))
         self.assertEqual([n.torch_kind(s) for s in ({4, 5, 6, 8}, {9}, {10, 11}, {4, 9})],
                          ["torch", "lesson9-torch", "lessons10-11", None])
+        self.assertEqual(n.raw("R", gpu, "decode", 1), os.path.join("R", "torch", "nvidia-h100-80gb-hbm3-decode-run1.json"))
         with self.assertRaises(ValueError):
             n.stem(gpu, "torch-2026-11-24")
 
@@ -259,13 +260,33 @@ class ResultsNamesTests(unittest.TestCase):
         results = os.path.join(ROOT, "docs", "results")
         files = sorted(os.path.relpath(os.path.join(d, f), results).replace(os.sep, "/")
                        for d, _, fs in os.walk(results) for f in fs)
-        self.assertLessEqual(len(files), 15, files)
+        # One page (and its raw rows) per kind and GPU: a kind more, a few files more; never dated copies.
+        self.assertLessEqual(len(files), 18, files)
         with open(os.path.join(results, "index.md"), encoding="utf-8") as f:
             index = f.read()
         for name in files:
             self.assertNotRegex(name, r"\d{4}-\d{2}-\d{2}", "a dated snapshot: git keeps those")
             if name != "index.md":
                 self.assertIn(f"({name})", index, f"index.md does not link {name}")
+
+    def test_two_runs_tabulates_peers_and_decode_batches(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for run, liger_us in ((1, 4.0), (2, 5.2)):
+                times = {"reference": 5.0, "compile": 6.0, "compile-dynamic": 7.0, "liger": liger_us, "copy": 4.0}
+                rows = [{"lesson": 4, "impl": impl, "shape": "16x4096", "dtype": "bf16", "gbps": 100.0 / us, "us": us,
+                         "noise": 0.005} for impl, us in times.items()]
+                path = self.names.raw(tmp, "Test GPU", "decode", run)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"gpu": "Test GPU", "rows": rows, "peer_notes": []}, f)
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "two_runs.py"), "--results", tmp,
+                                   "--kind", "decode"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            # Against each peer in both runs: Liger ahead in the 1st, behind in the 2nd.
+            self.assertIn("| 4 | 16x4096 | bf16 | 1.400 faster | 1.400 faster | 0.800 slower | 1.040 faster |", proc.stdout)
+            # The decode table in microseconds, with the fastest peer of the 1st run.
+            self.assertIn("| 4 | 16x4096 | bf16 | 5.00 | 6.00 | 7.00 | 4.00 | 4.00 | 0.800 slower (Liger-Kernel) |",
+                          proc.stdout)
 
     def test_two_runs_reads_the_published_pair(self):
         with tempfile.TemporaryDirectory() as tmp:

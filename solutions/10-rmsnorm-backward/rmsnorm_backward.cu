@@ -20,6 +20,9 @@
  *    of 2 to 8 blocks beyond; the grid sized to what the device keeps resident (two blocks
  *    per SM, so one loads while the other waits at a barrier), so each row group walks many
  *    rows and the partials stay few;
+ *  - rows peeled to their 16-byte boundaries where dy, x and dx are misaligned alike (odd row
+ *    lengths): the row groups made a multiple of the period of the rows' offsets, so a group's
+ *    columns stay in the same registers in every row it visits;
  *  - few rows (decode batches) in one launch: blocks after the row blocks add dweight
  *    straight from dy, x and rstd, with no partials and no second kernel;
  *  - the column kernel launched as a programmatic dependent launch (lesson 7): its blocks
