@@ -155,6 +155,8 @@ int grade(const Args& args) {
                 report.source.c_str(), (unsigned long long)report.seed, (unsigned long long)report.seed);
     std::printf("%s\n", kLabel);
     emu::set_watchdog_seconds(args.watchdog);
+    // Blocks and warps run in orders drawn from the seed: the same seed schedules the same way.
+    emu::set_schedule_seed(report.seed);
 
     // A lesson's manifest says whether the emulator grades it ("emulated"): a new lesson says it needs a
     // GPU until its features are emulated and its kernels checked here (scripts/emulator-check).

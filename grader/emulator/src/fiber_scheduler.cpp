@@ -148,38 +148,51 @@ void abandon(UnitState& u) {
     }
 }
 
+/// Draws the order of the unit's warps for the next pass (Fisher-Yates).
+void shuffle_warps(UnitState& u) {
+    auto& w = u.warp_order;
+    for (std::size_t i = w.size(); i > 1; --i) std::swap(w[i - 1], w[u.rng.below(i)]);
+}
+
 }  // namespace
 
 void run_unit_fibers(LaunchState& l, UnitState& u) {
     for (;;) {
-        if (std::chrono::steady_clock::now() > l.deadline) {
+        if (watchdog_expired(l)) {
             tls_thread = nullptr;
             l.record_fault(cudaErrorLaunchTimeout,
                            "the kernel did not finish within " + std::to_string(static_cast<int>(g_watchdog_seconds)) +
-                               " s on the emulator (a hang: a loop that never ends, or a barrier some threads never "
-                               "reach)");
+                               " s of work on every core of the emulator (a hang: a loop that never ends, or a "
+                               "barrier some threads never reach)");
             abandon(u);
             return;
         }
         bool progressed = false;
-        for (ThreadState& t : u.threads) {
-            if (t.state != ThreadState::ready) continue;
-            progressed = true;
-            set_indices(u, t);
-            tls_thread = &t;
-            t.state = ThreadState::running;
-            if (!t.fiber) {
-                t.fiber = ctx::fiber(std::allocator_arg, PooledStack{&t}, [&l, &u, &t](ctx::fiber&& caller) {
-                    t.caller = std::move(caller);
-                    (*l.body)();
-                    thread_exited(u, t);
-                    return std::move(t.caller);
-                });
-            }
-            t.fiber = std::move(t.fiber).resume();
-            if (l.aborted.load(std::memory_order_relaxed)) {
-                abandon(u);
-                return;
+        // Ready warps run in a drawn order, each from a drawn lane: on the GPU neither the warp
+        // that reaches a barrier or an atomic first nor the order of the rest is promised.
+        shuffle_warps(u);
+        for (const auto& [first, lanes] : u.warp_order) {
+            const uint32_t start = lanes > 1 ? static_cast<uint32_t>(u.rng.below(lanes)) : 0;
+            for (uint32_t k = 0; k < lanes; ++k) {
+                ThreadState& t = u.threads[first + (start + k) % lanes];
+                if (t.state != ThreadState::ready) continue;
+                progressed = true;
+                set_indices(u, t);
+                tls_thread = &t;
+                t.state = ThreadState::running;
+                if (!t.fiber) {
+                    t.fiber = ctx::fiber(std::allocator_arg, PooledStack{&t}, [&l, &u, &t](ctx::fiber&& caller) {
+                        t.caller = std::move(caller);
+                        (*l.body)();
+                        thread_exited(u, t);
+                        return std::move(t.caller);
+                    });
+                }
+                t.fiber = std::move(t.fiber).resume();
+                if (l.aborted.load(std::memory_order_relaxed)) {
+                    abandon(u);
+                    return;
+                }
             }
         }
         if (u.live == 0) return;
@@ -228,6 +241,12 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
     u.arena_span = arena_bytes;
     u.blocks.resize(nb);
     u.threads.resize(static_cast<std::size_t>(nb) * nt);
+    // The unit's schedule depends on the launch's seed and the unit, not on the worker that runs it.
+    u.rng.state = mix64(l.seed ^ mix64(first_block + 1));
+    u.warp_order.clear();
+    for (unsigned r = 0; r < nb; ++r)
+        for (unsigned w = 0; w * 32 < nt; ++w)
+            u.warp_order.emplace_back(r * nt + w * 32, std::min(32u, nt - w * 32));
     const uint64_t gx = s.grid.x, gy = s.grid.y;
     for (unsigned r = 0; r < nb; ++r) {
         BlockState& b = u.blocks[r];

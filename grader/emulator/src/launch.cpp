@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "emu/control.h"
 #include "internal.h"
+#include "scheduler_order.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
 
@@ -25,8 +27,6 @@ double g_watchdog_seconds = 20;
 thread_local EMU_FAST_TLS LaunchState* tls_plain_launch = nullptr;
 
 namespace {
-
-std::atomic<int64_t> g_launch_started{0};
 
 /// The grader's own element-wise kernels: one plain call per thread, no fibers.
 /// Their threads never wait for each other, so a unit is a slice of a block's threads: a grid
@@ -71,7 +71,7 @@ bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = 
         const uint64_t taken = l.next_unit.fetch_add(1);
         if (taken >= units) return false;
         if (l.aborted.load(std::memory_order_relaxed)) break;
-        const uint64_t i = l.reversed ? units - 1 - taken : taken;
+        const uint64_t i = l.spec.mode == LaunchMode::plain ? taken : l.order.at(taken);
         if (l.spec.mode == LaunchMode::plain) {
             tls_plain_launch = &l;
             run_block_plain(l, i, per_unit);
@@ -139,23 +139,43 @@ private:
     std::vector<std::thread> threads_;
 };
 
+/// CPU seconds the process has used, all its threads together.
+double process_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+int64_t wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+/// The cores a launch's units are spread over (the pool's threads and the caller).
+double cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+/// CPU seconds a launch may use before it counts as a hang: the watchdog's seconds on every core.
+/// The budget is CPU time, not wall time, so a machine busy with other work slows a kernel down
+/// without making it a hang.
+double cpu_budget() { return g_watchdog_seconds * cores(); }
+
+std::atomic<double> g_launch_cpu_started{0};
+
 /// A thread that spins without reaching a barrier, a warp operation or __nanosleep never
-/// yields its fiber; this timer ends the run if a launch outlives its deadline by 10 s.
+/// yields its fiber; this timer ends the run if a launch outlives its CPU budget by 10 s a core.
 class HardWatchdog {
 public:
-    HardWatchdog() : outer_(g_launch_started.load()) {
+    HardWatchdog() : outer_(g_launch_cpu_started.load()) {
         static std::once_flag once;
         std::call_once(once, [] {
             std::thread([] {
                 for (;;) {
                     std::this_thread::sleep_for(std::chrono::seconds(1));
-                    const int64_t started = g_launch_started.load();
-                    if (!started) continue;
-                    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            std::chrono::steady_clock::now().time_since_epoch()).count();
-                    if (static_cast<double>(now - started) / 1e9 > g_watchdog_seconds + 10) {
-                        std::printf("\nthe kernel did not finish within %d s on the emulator (a hang: a loop that "
-                                    "never ends and never reaches a barrier); stopping.\n",
+                    const double started = g_launch_cpu_started.load();
+                    if (started == 0) continue;
+                    if (process_cpu_seconds() - started > cpu_budget() + 10 * cores()) {
+                        std::printf("\nthe kernel did not finish within %d s of work on every core of the emulator "
+                                    "(a hang: a loop that never ends and never reaches a barrier); stopping.\n",
                                     static_cast<int>(g_watchdog_seconds));
                         std::fflush(stdout);
                         std::_Exit(1);
@@ -163,51 +183,52 @@ public:
                 }
             }).detach();
         });
-        g_launch_started = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch()).count();
+        g_launch_cpu_started = std::max(1e-9, process_cpu_seconds());
     }
     /// A grid run inside another (a programmatic prerequisite) hands the watch back when it ends.
-    ~HardWatchdog() { g_launch_started = outer_; }
+    ~HardWatchdog() { g_launch_cpu_started = outer_; }
 
 private:
-    int64_t outer_;
+    double outer_;
 };
 
-/// True for every other launch of a submission's kernel: that launch takes its blocks last
-/// first. The GPU promises no order between blocks, and a result that depends on it (a
-/// floating-point atomicAdd, a sum in the order blocks finish) then differs between two
-/// launches on the same inputs every time, not only when the timing happens to change.
-/// A kernel is its function (cudaLaunchKernelEx) or its launch's call (<<<...>>>, one per
-/// kernel and argument types).
-bool takes_blocks_last_first(const LaunchSpec& spec, const std::function<void()>& body) {
-    if (spec.mode != LaunchMode::fibers) return false;
-    static std::mutex mu;
-    static std::unordered_map<const void*, uint64_t> launches;
-    const void* kernel = spec.kernel ? spec.kernel : static_cast<const void*>(&body.target_type());
-    std::lock_guard<std::mutex> lock(mu);
-    return launches[kernel]++ % 2 == 1;
-}
-
 }  // namespace
+
+bool watchdog_expired(LaunchState& l) {
+    // A cheap wall-clock test first: the CPU time is read only once the launch could have used
+    // its budget, and the next check is put off by the time the rest of it takes on every core.
+    const int64_t now = wall_ns();
+    if (now < l.next_check_ns.load(std::memory_order_relaxed)) return false;
+    const double left = l.cpu_budget - (process_cpu_seconds() - l.cpu_start);
+    if (left <= 0) return true;
+    l.next_check_ns.store(now + static_cast<int64_t>(std::max(0.5, left / cores()) * 1e9), std::memory_order_relaxed);
+    return false;
+}
 
 void set_watchdog_seconds(double seconds) { g_watchdog_seconds = seconds > 0 ? seconds : 20; }
 
 Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
               const std::shared_ptr<HeldKernel>& prerequisite) {
     HardWatchdog guard;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>(g_watchdog_seconds * 1000));
+    const double cpu_start = process_cpu_seconds();
     LaunchSpec spec = launch_spec;
     // The grader's own kernels are grid-stride loops over blockIdx.x (LaunchMode::plain): as a
     // grid of a few blocks they visit the same elements, without a call per element.
     constexpr unsigned kPlainBlocks = 64;
     if (spec.mode == LaunchMode::plain && spec.grid.y == 1 && spec.grid.z == 1 && spec.grid.x > kPlainBlocks)
         spec.grid.x = kPlainBlocks;
-    const bool reversed = takes_blocks_last_first(spec, body);
-    for (;;) {
+    // The GPU promises no order between blocks, nor between the warps of a block: each launch of a
+    // submission's kernel takes its units in an order drawn from the grade's seed (the reverse of
+    // the previous one's on every other launch of a kernel), and its warps in a drawn order too,
+    // so a result that depends on either differs between two launches on the same inputs.
+    // A kernel is its function (cudaLaunchKernelEx) or its launch's call (<<<...>>>, one per
+    // kernel and argument types).
+    const void* kernel = spec.kernel ? spec.kernel : static_cast<const void*>(&body.target_type());
+    for (bool restarted = false;; restarted = true) {
         LaunchState l;
-        l.reversed = reversed;
-        l.deadline = deadline;
+        l.cpu_start = cpu_start;
+        l.cpu_budget = cpu_budget();
+        l.next_check_ns = wall_ns() + static_cast<int64_t>(g_watchdog_seconds * 1e9);
         l.spec = spec;
         l.body = &body;
         l.dynamic_bytes = spec.dynamic_smem;
@@ -219,6 +240,7 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
         const unsigned per_unit = plain ? plain_slices(spec) : spec.cluster.x * spec.cluster.y * spec.cluster.z;
         const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
         const uint64_t units = plain ? blocks * per_unit : blocks / per_unit;
+        if (!plain) l.order = next_unit_order(kernel, units, l.seed, restarted);
         if (prerequisite && !prerequisite->done()) {
             // Until the grid this one depends on has run, units run one at a time on this thread,
             // so which reads come before that grid's writes does not depend on timing.

@@ -27,6 +27,8 @@ extern thread_local EMU_FAST_TLS std::vector<ShadowWord> tls_shadow;
 extern thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
 /// How long a launch may run before it is reported as a hang (launch.cpp).
 extern double g_watchdog_seconds;
+/// True once launch `l` has used its CPU-time budget (launch.cpp): a hang.
+bool watchdog_expired(LaunchState& l);
 
 // ---- words for the reports (faults.cpp) --------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "scheduler_order.h"
 
 namespace emu {
 
@@ -25,10 +26,14 @@ struct LaunchState {
     std::map<const void*, std::size_t> slots;  ///< static __shared__ declaration -> arena offset
     std::size_t static_end = 0;
     std::atomic<uint64_t> next_unit{0};
-    bool reversed = false;  ///< units are taken last first (every other launch of a kernel)
+    UnitOrder order;    ///< the order units are taken in (fiber mode)
+    uint64_t seed = 0;  ///< the launch's schedule seed, from which each unit's is drawn
     std::atomic<bool> aborted{false};
     Fault fault;
-    std::chrono::steady_clock::time_point deadline;
+    /// The watchdog: the launch's CPU-time budget (all cores), and the wall-clock time at which
+    /// it is next compared with the CPU time used (watchdog_expired, launch.cpp).
+    double cpu_start = 0, cpu_budget = 0;
+    std::atomic<int64_t> next_check_ns{0};
     /// The grid this one depends on (programmatic dependent launch), still held back; may be null.
     HeldKernel* prerequisite = nullptr;
     /// Set by a kernel declared with __cluster_dims__ launched without those dimensions: the
@@ -95,6 +100,10 @@ struct UnitState {
     uintptr_t arena_lo = 0;
     std::size_t arena_span = 0, arena_stride = 0;
     std::vector<std::pair<const void*, std::size_t>> slot_cache;
+    /// The unit's schedule: its generator, and its warps as (first thread, lanes) in u.threads,
+    /// shuffled before every pass over the ready threads.
+    ScheduleRng rng;
+    std::vector<std::pair<uint32_t, uint32_t>> warp_order;
 };
 
 /// One access as the race detector remembers it: the warp (rank * 32 + warp in the unit) and lane, its

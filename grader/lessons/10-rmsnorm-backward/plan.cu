@@ -483,8 +483,9 @@ const CpuForm* cpu_form(const std::string& name) {
 }
 
 /// The case as the CPU emulator runs it (see kCpuForms), its description saying how it differs.
-/// The determinism cases rerun once, not twice: the emulator takes a grid's blocks in the
-/// opposite order at every other launch of a kernel, so the rerun already sums in another order.
+/// The determinism cases rerun once, not twice: the emulator walks a grid's blocks backwards at
+/// every other launch of a kernel and draws its warps' order anew, so the rerun already sums in
+/// another order.
 BackCase on_cpu(const BackCase& c, std::string& what) {
     BackCase run = c;
     std::vector<std::string> changes;
@@ -494,7 +495,7 @@ BackCase on_cpu(const BackCase& c, std::string& what) {
     }
     if (run.identical_reruns > 1) {
         run.identical_reruns = 1;
-        changes.push_back("two calls, not three: the emulator's second call takes the blocks in the opposite order");
+        changes.push_back("two calls, not three: the emulator's second call takes the blocks and warps in other orders");
     }
     for (size_t i = 0; i < changes.size(); ++i) what += (i == 0 ? " (on the CPU emulator: " : "; ") + changes[i];
     if (!changes.empty()) what += ")";
