@@ -306,20 +306,20 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
             if (lane + i * G < nvec) xv[i] = xr[lane + i * G];
         const float xh = lane < head ? to_float(xrow[lane]) : 0.0f;
         const float xt = lane < tail ? to_float(xrow[tail_col]) : 0.0f;
-        float sum = fmaf(xh, xh, xt * xt);
+        float sumsq = fmaf(xh, xh, xt * xt);
 #pragma unroll
         for (int i = 0; i < ITERS; ++i) {
             if (lane + i * G < nvec) {
                 float f[VEC];
                 unpack(xv[i], f);
 #pragma unroll
-                for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+                for (int k = 0; k < VEC; ++k) sumsq = fmaf(f[k], f[k], sumsq);
             }
             keep_packed(xv[i]);
         }
-        sum = row_sum<G>(sum, partials, bank);
+        sumsq = row_sum<G>(sumsq, partials, bank);
         bank ^= 1;
-        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
+        const float inv_rms = 1.0f / sqrtf(sumsq * inv_cols + a.eps);
         if (lane < head) yrow[lane] = from_float<T>(xh * inv_rms * to_float(a.weight[lane]));
         if (lane < tail) yrow[tail_col] = from_float<T>(xt * inv_rms * to_float(a.weight[tail_col]));
         P* __restrict__ yr = reinterpret_cast<P*>(yrow + head);
