@@ -15,9 +15,7 @@
  *  - the byte count of a kernel whose output is half its input (for 16-bit x): 3 bytes per
  *    element, two of them read;
  *  - the vector width of lesson 4, now limited by three alignments: x and weight at
- *    sizeof(T) per element, q at one byte per element; where x and q are misaligned alike,
- *    rows peeled to their 16-byte boundaries instead (lesson 4's peel, the weight shifted into
- *    shared memory for each row);
+ *    sizeof(T) per element, q at one byte per element (rows peeled where x and q agree);
  *  - counting instructions: bf16 widened with a shift or a mask, e4m3 pairs stored as the
  *    16-bit words the conversion makes, so a short row's kernel fits in 55 registers, not 72;
  *  - rows too long for one block's registers split over a cluster of two blocks (sm_90), each
