@@ -79,8 +79,38 @@ def write_reports(out, report, text, by_name):
 # --------------------------------------------------------------------------------------------
 # All lessons: docs/results/mutation.md
 
-def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
-    """Merges OUT_ROOT/lesson*/results.json into one Markdown page; returns the reports merged."""
+BEFORE = os.path.join(ROOT, "docs", "results", "mutation_first_run.json")
+
+
+def save_first_run(out_root=DEFAULT_OUT_ROOT, path=BEFORE):
+    """Keeps each lesson's counts as they stand now (the first full grading, before new cases and
+    equivalent mutants) in `path`, so the page can show them beside the latest; returns them."""
+    first = {}
+    for lesson in all_lessons():
+        try:
+            with open(os.path.join(out_root, lesson.name, "results.json"), encoding="utf-8") as f:
+                r = json.load(f)
+        except (OSError, ValueError):
+            continue
+        first[r["lesson"]] = {"mutants": r["mutants_total"], "selected": r["selected"], "counts": r["counts"],
+                              "commit": r.get("commit"), "when": r.get("when")}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(first, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return first
+
+
+def _first_run(path=BEFORE):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE):
+    """Merges OUT_ROOT/lesson*/results.json into one Markdown page (with the counts kept in `first_run`
+    beside them, where that file exists); returns the reports merged."""
     reports = []
     for lesson in all_lessons():
         try:
@@ -90,6 +120,7 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
             continue
     if not reports:
         raise UsageError(f"no results under {out_root}: run scripts/mutate lessonN first")
+    first = _first_run(first_run)
     lines = [
         "# Mutation testing of the reference solutions",
         "",
@@ -99,17 +130,32 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
         "(it cannot be told from the reference; the reason is in `grader/mutation/equivalent/`).",
         "score = killed / (compiled − equivalent); a hang counts as killed, a mutant that does not compile",
         "is left out. `scripts/mutate lessonN` grades one lesson, `scripts/mutate --summary` writes this page;",
-        "`grader/mutation/README.md` lists the operators.",
+        "`grader/mutation/README.md` lists the operators and says how a mutant is graded.",
         "",
-        table_header(),
     ]
-    lines += [table_row(r) for r in reports]
+    header = table_header()
+    if first:
+        top, rule = header.split("\n")
+        header = top + " first full run |\n" + rule + "---:|"
+    lines.append(header)
+    for r in reports:
+        row = table_row(r)
+        if first:
+            row += f" {_first_score(first.get(r['lesson']))} |"
+        lines.append(row)
     lines.append("")
+    if first:
+        lines += [
+            "*first full run*: every mutant graded once with the cases and equivalent-mutant files as they",
+            "were before this table's survivors were worked through (`docs/results/mutation_first_run.json`,",
+            "killed / (compiled − equivalent then)).",
+            "",
+        ]
     notes = []
     for r in reports:
         where = r.get("graded_on") or ("the GPU" if r["mode"] == "gpu" else "the CPU emulator")
         state = f"at {r['commit']}" + (" (reference modified)" if r.get("source_modified") else "")
-        part = ""
+        part = "; every mutant" if not r["partial"] else ""
         if r["partial"]:
             part = f"; partial: {r['selected']} of {r['mutants_total']} mutants"
             part += f" (--limit {r['limit']})" if r.get("limit") else ""
@@ -118,8 +164,9 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
             part += f" (--only {r['only']})" if r.get("only") else ""
             stopped = (r.get("run") or {}).get("not_graded")
             part += f" (--stop-after: {stopped} not graded yet)" if stopped else ""
-        pace = f", {r['seconds_per_mutant']:g} s a mutant" if r.get("seconds_per_mutant") else ""
-        notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}.")
+        pace = f", {r['seconds_per_mutant']:g} s a graded mutant" if r.get("seconds_per_mutant") else ""
+        notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}; "
+                     f"{_origins(r)}.")
     lines += notes
     lines += ["", "## Survivors", ""]
     any_survivor = False
@@ -129,16 +176,42 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY):
             continue
         any_survivor = True
         lines += [f"### {r['lesson']} (`{r['source']}`)", ""]
-        lines += [f"- `{m['name']}`: {m['description']}" for m in survivors]
+        lines += [f"- `{m['name']}`: {m['description']}" + (f" ({m['why']})" if m.get("why") else "")
+                  for m in survivors]
         lines.append("")
     if not any_survivor:
         lines += ["None.", ""]
     equivalents = [(r, m) for r in reports for m in r["mutants"] if m["status"] == EQUIVALENT]
     if equivalents:
         lines += ["## Equivalent (declared)", ""]
-        lines += [f"- {r['lesson']} `{m['name']}` ({m['description']}): {m['detail']}" for r, m in equivalents]
-        lines.append("")
+        for r in reports:
+            mine = [m for rr, m in equivalents if rr is r]
+            if not mine:
+                continue
+            lines += [f"### {r['lesson']}", ""]
+            lines += [f"- `{m['name']}` ({m['description']}): {m['detail']}" for m in mine]
+            lines.append("")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
     return reports
+
+
+def _first_score(entry):
+    if not entry:
+        return "—"
+    c = entry["counts"]
+    graded = "" if entry.get("selected", entry["mutants"]) == entry["mutants"] else f" ({entry['selected']} graded)"
+    return f"{format_score(c['score'])}{graded}"
+
+
+def _origins(report):
+    """Where the verdicts came from: the machines (from each verdict's record) and how many each."""
+    counts = {}
+    for m in report["mutants"]:
+        if m["status"] == EQUIVALENT:
+            continue
+        where = m.get("where") or "not recorded"
+        counts[where] = counts.get(where, 0) + 1
+    parts = [f"{n} on {w}" for w, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "verdicts reached " + ", ".join(parts) if parts else "no verdict"

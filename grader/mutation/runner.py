@@ -148,6 +148,21 @@ def _matches(mutant, pattern):
     return mutant.name == pattern or mutant.operator == pattern or fnmatch.fnmatchcase(mutant.name, pattern)
 
 
+_WHERE = []
+
+
+def _where():
+    """The machine a verdict was reached on, for the report: its CPUs and its C++ compiler."""
+    if not _WHERE:
+        try:
+            version = subprocess.run(["c++", "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            version = "c++"
+        _WHERE.append(f"{os.cpu_count()} CPUs, {version}")
+    return _WHERE[0]
+
+
 def _git_commit():
     """The commit graded: WORKBOOK_COMMIT where the checkout's own history is not the one graded (a copy
     of the tree on another machine), else the checkout's HEAD."""
@@ -238,7 +253,7 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
             return  # stopped by Ctrl-C: not a verdict
         fp = grader_fingerprint(mode, lesson)
         entry = {"status": status, "detail": detail, "seconds": round(seconds, 1), "grader": fp, "name": m.name,
-                 "via": via, "when": datetime.datetime.now().isoformat(timespec="seconds")}
+                 "via": via, "when": datetime.datetime.now().isoformat(timespec="seconds"), "where": _where()}
         if status != ERROR:
             _write_cache(out, key, entry)
         with lock:
@@ -396,7 +411,8 @@ def _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, onl
         r = results[m.name]
         rows.append({"name": m.name, "operator": m.operator, "line": m.line, "description": m.description,
                      "status": r["status"], "detail": r.get("detail", ""), "seconds": r.get("seconds", 0.0),
-                     "via": r.get("via", ""), "cached": r.get("cached", False)})
+                     "via": r.get("via", ""), "where": r.get("where", ""), "when": r.get("when", ""),
+                     "cached": r.get("cached", False)})
     counts = tally([r["status"] for r in rows])
     # Every graded mutant's time, cached ones included (the cache keeps how long each took).
     graded_times = [r["seconds"] for r in rows if r["status"] != EQUIVALENT and r["seconds"]]

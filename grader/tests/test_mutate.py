@@ -9,7 +9,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "grader"))
 
-from mutation import operators, runner  # noqa: E402
+from mutation import operators, runner
+from mutation import report as report_module  # noqa: E402
 from mutation.operators import Source, enumerate_mutants, mask  # noqa: E402
 
 
@@ -359,12 +360,26 @@ class SelectionAndSummaryTest(unittest.TestCase):
             with open(os.path.join(tmp, lesson.name, "results.json"), "w", encoding="utf-8") as f:
                 json.dump(report, f)
             page = os.path.join(tmp, "mutation.md")
-            runner.write_summary(tmp, page)
+            runner.write_summary(tmp, page, first_run=os.path.join(tmp, "none.json"))
             with open(page, encoding="utf-8") as f:
                 md = f.read()
-        self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 3 | 2 | 1 | 0 | 66.7% |", md)
-        self.assertIn(f"- `{mutants[0].name}`: {mutants[0].description}", md)
-        self.assertIn("partial: 3 of", md)
+            self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 3 | 2 | 1 | 0 | 66.7% |\n", md)
+            self.assertIn(f"- `{mutants[0].name}`: {mutants[0].description}", md)
+            self.assertIn("partial: 3 of", md)
+            self.assertIn("verdicts reached 3 on not recorded", md)
+            # The counts kept from a first full run are shown beside the latest.
+            first = os.path.join(tmp, "first.json")
+            self.assertEqual(list(report_module.save_first_run(tmp, first)), [lesson.name])
+            report["counts"] = runner.tally([runner.KILLED] * 3)
+            report["mutants"] = [dict(r, status=runner.KILLED, where="16 CPUs") for r in rows]
+            with open(os.path.join(tmp, lesson.name, "results.json"), "w", encoding="utf-8") as f:
+                json.dump(report, f)
+            runner.write_summary(tmp, page, first_run=first)
+            with open(page, encoding="utf-8") as f:
+                md = f.read()
+        self.assertIn("| score | first full run |", md)
+        self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 3 | 3 | 0 | 0 | 100.0% | 66.7% (3 graded) |", md)
+        self.assertIn("verdicts reached 3 on 16 CPUs", md)
 
 
 if __name__ == "__main__":
