@@ -65,6 +65,7 @@ struct ValueSpec {
     int64_t nan_col = 0;
     float offset = 0.0f;      ///< added to every value: a row mean far from zero (LayerNorm's hard case)
     float outlier = 0.0f;     ///< non-zero: one element per row (a column hashed from the row) has this magnitude
+    bool outlier_last = false;  ///< with `outlier`: the row's last column holds it, not a hashed one
     int32_t e4m3_values = 0;  ///< lesson 11: 1 every value an e4m3 number, 2 a midpoint of two e4m3
                               ///< neighbours; either way one element per row is ±448
 };
@@ -105,7 +106,9 @@ WB_HD WB_PURE inline float raw_value(const ValueSpec& s, int64_t row, int64_t co
     if (!s.per_col && (s.outlier != 0.0f || s.e4m3_values != 0)) {
         // The row's special column: its outlier, or its ±448.
         const uint64_t special = mix64(s.seed ^ mix64(0x2545f491ull * (s.tensor + 1) + static_cast<uint64_t>(row)));
-        if (col == static_cast<int64_t>(special % static_cast<uint64_t>(cols))) {
+        const int64_t special_col =
+            s.outlier_last ? cols - 1 : static_cast<int64_t>(special % static_cast<uint64_t>(cols));
+        if (col == special_col) {
             const float m = s.e4m3_values != 0 ? 448.0f : s.outlier;
             return (h & 1) ? -m : m;
         }

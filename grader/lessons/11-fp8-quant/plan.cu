@@ -165,6 +165,15 @@ std::vector<Fp8Case> fp8_cases() {
         {"zero_weight_amax_zero", "x nonzero, the weight all zeros: y and its amax are 0 while the sum of squares is "
          "not, so scale 0 and q 0; the 0/0 guard must test the amax", 260, 1024, normal, Values::zero_weight},
         {"clip_above_amax", "clip 1e6, above every amax: no effect", 300, 4096, normal, plain, 1e6f},
+        {"clip_below_one", "clip 0.5: a clip below 1 is as valid as any above 0 (scale 0.5/448)", 300, 4096, normal,
+         plain, 0.5f},
+        // 36000 columns: in 16-bit, more than 512 threads hold, so a row is split over a cluster whose second
+        // block gets a part of its slice (4500 of 2 x 4096 vectors); in fp32, past what 1024 threads hold, the
+        // streaming path, where a thread's last step ends inside the row (36000 / 4 - 8192 = 808 vectors).
+        {"cols_36000_partial_slices", "rows of 36000: a row split unevenly over a cluster's blocks (16-bit) or "
+         "streamed in steps the row's end cuts short (fp32)", 6, 36000},
+        {"small_values_cols_36000", "values below 0.01 with eps = 1e-2 in rows of 36000: every |y| below 1, so "
+         "the amax must start from 0 on every path", 6, 36000, InputKind::small, plain, kNoClip, 0, 0, 0, 0, 0, 1e-2f},
         {"clip_long_rows", "clip 1.5 on rows of 65536", 48, 65536, normal, plain, 1.5f},
         {"fp16_huge_values", "fp16 values near 65504: squares overflow an fp16 accumulator, x·w an fp16 product", 256,
          4096, InputKind::huge, plain, kNoClip, 0, 0, 0, 0, 0, 1e-5f, true},

@@ -34,6 +34,7 @@ enum class InputKind {
     nan_row,    ///< one NaN in one row
     huge,       ///< magnitudes in [30000, 65504]: fp16 squares overflow an fp16 accumulator
     small,      ///< magnitudes below 0.01, where eps matters
+    outlier_last,  ///< each row's last element 256 (the rest below 2): a sum that skips the row's end is far off
 };
 
 /// The input x (or residual, with another `tensor` id) of a case.
@@ -53,6 +54,10 @@ inline ValueSpec input_spec(InputKind kind, uint64_t seed, uint32_t tensor, int6
             s.hi = 65504.0f;
             break;
         case InputKind::small: s.hi = 0.01f; break;
+        case InputKind::outlier_last:
+            s.outlier = 256.0f;
+            s.outlier_last = true;
+            break;
     }
     return s;
 }
