@@ -147,6 +147,9 @@ std::vector<RowsCase> row_cases() {
          0, 0, 1e-5f, 2, true, true},
         {"past_2pow31_elements", "rows x stride past 2^31 elements: 64-bit indexing", 32769, 65536, InputKind::normal,
          0, 0, 0, 0, 0, 1e-5f, 1},
+        {"past_2pow31_elements_short_rows",
+         "8388609 rows of 256: rows x cols past 2^31 elements in rows a short-row path takes (fp16)", 8388609, 256,
+         InputKind::normal, 0, 0, 0, 0, 0, 1e-5f, 1, false, true},
         {"short_rows_partial_block", "1001 rows of 256 columns: a block of several rows ends part-way", 1001, 256},
         {"short_rows_strided", "1003 rows of 512 columns with padded row strides", 1003, 512, InputKind::normal, 8, 24,
          0, 0, 0, 1e-5f, 2, true},
@@ -166,6 +169,19 @@ std::vector<RowsCase> row_cases() {
     repeat.repeat_call = true;
     v.push_back(repeat);
     for (const RowsCase& c : layout_cases("layout", 96, 2048)) v.push_back(c);
+    // Rows of 256 and 512 columns are a warp's 32 lanes x 1, 2 vectors of 8 or 4: the lengths a kernel most
+    // likely gives a contiguous fast path, whose strides must then be cols. Padded rows at those lengths.
+    for (int64_t cols : {256, 512}) {
+        for (const char* t : {"x", "y"}) {
+            RowsCase padded{std::string(t) + "_rows_padded_cols_" + std::to_string(cols),
+                            std::to_string(cols) + " columns in rows of " + t + " padded to cols + 16, the other tensor "
+                            "dense: a path for rows of this length must still use the row stride",
+                            67, cols};
+            padded.strided_only = true;
+            (t[0] == 'x' ? padded.x_pad : padded.y_pad) = 16;
+            v.push_back(padded);
+        }
+    }
     return v;
 }
 
