@@ -381,6 +381,30 @@ class SelectionAndSummaryTest(unittest.TestCase):
         self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 3 | 3 | 0 | 0 | 100.0% | 66.7% (3 graded) |", md)
         self.assertIn("verdicts reached 3 on 16 CPUs", md)
 
+    def test_save_first_run_from_the_command_line(self):
+        """`scripts/mutate --save-first-run` writes the counts (a local name once hid the report module)."""
+        import importlib.machinery
+        import importlib.util
+        import io
+        from unittest import mock
+        path = os.path.join(ROOT, "scripts", "mutate")
+        loader = importlib.machinery.SourceFileLoader("mutate_cli", path)
+        spec = importlib.util.spec_from_loader("mutate_cli", loader)
+        cli = importlib.util.module_from_spec(spec)
+        loader.exec_module(cli)
+        lesson = runner.all_lessons()[2]
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, lesson.name))
+            counts = runner.tally([runner.KILLED, runner.SURVIVED])
+            with open(os.path.join(tmp, lesson.name, "results.json"), "w", encoding="utf-8") as f:
+                json.dump({"lesson": lesson.name, "mutants_total": 2, "selected": 2, "counts": counts,
+                           "commit": "abc1234", "when": "2025-01-01T00:00:00"}, f)
+            first = os.path.join(tmp, "first.json")
+            with mock.patch.object(cli.report, "BEFORE", first), mock.patch("sys.stdout", io.StringIO()):
+                self.assertEqual(cli.main(["--save-first-run", "--out", tmp]), 0)
+            with open(first, encoding="utf-8") as f:
+                self.assertEqual(json.load(f)[lesson.name]["counts"], counts)
+
 
 if __name__ == "__main__":
     unittest.main()
