@@ -55,6 +55,7 @@ struct RowsCase {
     bool f16_only = false;
     int64_t min_max_cols = 0;   ///< run only where the lesson accepts cols this large
     bool repeat_call = false;   ///< called twice at the same addresses, new inputs in between
+    bool untyped_only = false;  ///< lessons 2 and 3 only (fp32 kernels whose grids are capped high)
 };
 
 GpuCall rows_call(const RowsCase& c, DType dtype, uint64_t seed, const RowsFn& fn) {
@@ -126,6 +127,13 @@ std::vector<RowsCase> row_cases() {
         {"one_row", "a single row", 1, 4096},
         {"many_rows_gt_65535", "70001 rows: more than gridDim.y or a 16-bit count can hold", 70001, 136},
         {"cols_1", "rows of one element", 257, 1},
+        // Past 2^20 rows a grid capped anywhere up to 2^20 blocks (lesson 3's one block per row) or
+        // 65536 blocks of 8 rows (lesson 2's) makes its blocks normalise a second row: the row loop runs,
+        // and a block's shared memory holds the next row's partial sums only after every warp has read
+        // this row's. The typed lessons' grids hold what the GPU runs at once, so 70001 rows loop there.
+        {"many_rows_gt_2pow20", "1048579 rows of 3 columns: past 2^20 rows a capped grid loops, each block "
+         "normalising several rows with the same shared memory", 1048579, 3, InputKind::normal, 0, 0, 0, 0, 0, 1e-5f,
+         2, false, false, 0, false, true},
         {"cols_lt_warp", "19 columns: fewer than a warp's lanes", 1000, 19},
         {"prime_cols", "4099 columns: prime, no vector width or block size divides it", 513, 4099},
         {"odd_cols", "1001 columns", 300, 1001},
@@ -227,6 +235,7 @@ LessonPlan rows_plan(const RowsLesson& lesson, const Submission& student, const 
     }
     for (const RowsCase& c : cases) {
         if (c.strided_only && !typed) continue;
+        if (c.untyped_only && typed) continue;
         for (DType t : dtypes) {
             if (c.f16_only && t != DType::f16) continue;
             // One element type is enough for the largest case; it is about indexing, not arithmetic.
