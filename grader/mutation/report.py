@@ -80,6 +80,9 @@ def write_reports(out, report, text, by_name):
 # All lessons: docs/results/mutation.md
 
 BEFORE = os.path.join(ROOT, "docs", "results", "mutation_first_run.json")
+# Written by hand: what the numbers cannot say (why a lesson is not graded yet, what a survivor
+# needs); write_summary copies it into the page under "Notes".
+NOTES = os.path.join(ROOT, "docs", "results", "mutation_notes.md")
 
 
 def save_first_run(out_root=DEFAULT_OUT_ROOT, path=BEFORE):
@@ -108,15 +111,18 @@ def _first_run(path=BEFORE):
         return {}
 
 
-def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE):
+def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE, notes_path=NOTES):
     """Merges OUT_ROOT/lesson*/results.json into one Markdown page (with the counts kept in `first_run`
-    beside them, where that file exists); returns the reports merged."""
+    beside them, where that file exists, a row for every lesson not graded yet, and the hand-written
+    notes at `notes_path`); returns the reports merged."""
     reports = []
+    ungraded = []
     for lesson in all_lessons():
         try:
             with open(os.path.join(out_root, lesson.name, "results.json"), encoding="utf-8") as f:
                 reports.append(json.load(f))
         except (OSError, ValueError):
+            ungraded.append(lesson)
             continue
     if not reports:
         raise UsageError(f"no results under {out_root}: run scripts/mutate lessonN first")
@@ -143,6 +149,11 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE):
         if first:
             row += f" {_first_score(first.get(r['lesson']))} |"
         lines.append(row)
+    for lesson in ungraded:
+        row = f"| {lesson.name} | {_mutant_count(lesson)} | — | — | — | — | not graded |"
+        if first:
+            row += f" {_first_score(first.get(lesson.name))} |"
+        lines.append(row)
     lines.append("")
     if first:
         lines += [
@@ -168,6 +179,12 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE):
         notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}; "
                      f"{_origins(r)}.")
     lines += notes
+    if ungraded:
+        lines.append("- not graded in full yet: " + ", ".join(lesson.name for lesson in ungraded) +
+                     " (no results under the results folder; the notes say why).")
+    if os.path.exists(notes_path):
+        with open(notes_path, encoding="utf-8") as f:
+            lines += ["", "## Notes", "", f.read().strip()]
     lines += ["", "## Survivors", ""]
     any_survivor = False
     for r in reports:
@@ -195,6 +212,13 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE):
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
     return reports
+
+
+def _mutant_count(lesson):
+    """How many mutants the lesson's reference has now (none graded)."""
+    from . import operators  # here, not at the top: operators is not needed to merge results
+    with open(lesson.solution, encoding="utf-8") as f:
+        return len(operators.enumerate_mutants(f.read()))
 
 
 def _first_score(entry):

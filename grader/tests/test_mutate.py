@@ -360,13 +360,21 @@ class SelectionAndSummaryTest(unittest.TestCase):
             with open(os.path.join(tmp, lesson.name, "results.json"), "w", encoding="utf-8") as f:
                 json.dump(report, f)
             page = os.path.join(tmp, "mutation.md")
-            runner.write_summary(tmp, page, first_run=os.path.join(tmp, "none.json"))
+            notes = os.path.join(tmp, "notes.md")
+            with open(notes, "w", encoding="utf-8") as f:
+                f.write("Lesson 9 waits for CPU time.\n")
+            runner.write_summary(tmp, page, first_run=os.path.join(tmp, "none.json"), notes_path=notes)
             with open(page, encoding="utf-8") as f:
                 md = f.read()
             self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 3 | 2 | 1 | 0 | 66.7% |\n", md)
             self.assertIn(f"- `{mutants[0].name}`: {mutants[0].description}", md)
             self.assertIn("partial: 3 of", md)
             self.assertIn("verdicts reached 3 on not recorded", md)
+            # Every other lesson is a row that says it is not graded, with its mutant count; the notes follow.
+            other = runner.all_lessons()[3]
+            count = len(runner.lesson_mutants(other)[1])
+            self.assertIn(f"| {other.name} | {count} | — | — | — | — | not graded |\n", md)
+            self.assertIn("## Notes\n\nLesson 9 waits for CPU time.\n", md)
             # The counts kept from a first full run are shown beside the latest.
             first = os.path.join(tmp, "first.json")
             self.assertEqual(list(report_module.save_first_run(tmp, first)), [lesson.name])
