@@ -174,6 +174,23 @@ std::vector<Fp8Case> fp8_cases() {
          "streamed in steps the row's end cuts short (fp32)", 6, 36000},
         {"small_values_cols_36000", "values below 0.01 with eps = 1e-2 in rows of 36000: every |y| below 1, so "
          "the amax must start from 0 on every path", 6, 36000, InputKind::small, plain, kNoClip, 0, 0, 0, 0, 0, 1e-2f},
+        // Misaligned rows at the lengths no other misaligned case reaches: x one element and q one byte off
+        // (alike, so a kernel may peel the first few elements of each row), the weight aligned, so its
+        // elements sit at another offset from x's. At 16383 columns 4095 whole fp32 vectors follow the
+        // peeled ones; at 65535, the longest odd length, more than 4096 in every type.
+        {"misaligned_base_long_rows", "rows of 16383 with x one element and q one byte past an aligned address, the "
+         "weight aligned: long misaligned rows, the weight at another offset than x", 6, 16383, normal, plain, kNoClip,
+         0, 0, 1, 0, 1},
+        {"misaligned_base_cols_max", "rows of 65535 with x one element and q one byte past an aligned address: the "
+         "longest misaligned rows, more whole vectors than a kernel for shorter rows holds", 4, 65535, normal, plain,
+         kNoClip, 0, 0, 1, 0, 1},
+        {"small_values_misaligned_base", "values below 0.01 with eps = 1e-2, x, weight and q one element off: every "
+         "|y| below 1 on the misaligned rows' path too, their first and last few elements included", 6, 4096,
+         InputKind::small, plain, kNoClip, 0, 0, 1, 1, 1, 1e-2f},
+        // 45000 fp32 columns are 11250 vectors: past what 1024 threads hold in registers, so a kernel streams
+        // them, and a step of 4 x 1024 vectors leaves 3058 for the last, which ends inside a thread's third.
+        {"streamed_rows_last_step_partial", "rows of 45000: in fp32 a row streamed in steps of 4096 vectors whose "
+         "last (3058) ends part-way through a step", 3, 45000},
         {"clip_long_rows", "clip 1.5 on rows of 65536", 48, 65536, normal, plain, 1.5f},
         {"fp16_huge_values", "fp16 values near 65504: squares overflow an fp16 accumulator, x·w an fp16 product", 256,
          4096, InputKind::huge, plain, kNoClip, 0, 0, 0, 0, 0, 1e-5f, true},
