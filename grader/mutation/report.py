@@ -79,10 +79,10 @@ def write_reports(out, report, text, by_name):
 # --------------------------------------------------------------------------------------------
 # All lessons: docs/results/mutation.md
 
-BEFORE = os.path.join(ROOT, "docs", "results", "mutation_first_run.json")
+BEFORE = os.path.join(ROOT, "grader", "mutation", "first_run.json")
 # Written by hand: what the numbers cannot say (why a lesson is not graded yet, what a survivor
 # needs); write_summary copies it into the page under "Notes".
-NOTES = os.path.join(ROOT, "docs", "results", "mutation_notes.md")
+NOTES = os.path.join(ROOT, "grader", "mutation", "page_notes.md")
 
 
 def save_first_run(out_root=DEFAULT_OUT_ROOT, path=BEFORE):
@@ -158,7 +158,7 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE, not
     if first:
         lines += [
             "*first full run*: every mutant graded once with the cases and equivalent-mutant files as they",
-            "were before this table's survivors were worked through (`docs/results/mutation_first_run.json`,",
+            "were before this table's survivors were worked through (`grader/mutation/first_run.json`,",
             "killed / (compiled − equivalent then)).",
             "",
         ]
