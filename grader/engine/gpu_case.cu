@@ -16,6 +16,7 @@
 #include "engine/buffer_hooks.h"
 #include "engine/device_stats.h"
 #include "engine/launch_guard.h"
+#include "engine/sampling_hooks.h"
 #include "launch/launch_recorder.h"
 #include "workbook/cuda_check.h"
 #include "workbook/gate.h"
@@ -187,6 +188,7 @@ void set_tight_inputs(bool on) { g_tight_inputs = on; }
 
 CaseOutcome run_gpu_call(const GpuCall& call, bool capture, const std::string& case_name) {
     cudaStream_t stream = grader_stream();
+    const SampledCallScope sampled(call);  // the CPU emulator may run a large call on a sample of blocks
     CallTensors t(call);
     t.prepare(call, stream);
     if (call.bind) {

@@ -57,6 +57,10 @@ struct GpuCall {
     /// Optional: checks the outputs whose kind is OutputKind::external (lesson 11 judges q and
     /// scale together), given every tensor in `tensors` order; "" when they are right.
     std::function<std::string(const std::vector<const DeviceTensor*>& tensors, cudaStream_t stream)> check;
+    /// The launch runs grader kernels that write the call's tensors (new inputs between two calls,
+    /// lesson 7's producer): the CPU emulator, which does not watch the grader's own kernels, then
+    /// runs the call whole rather than on a sample of blocks (grader/app/emulated_sampling.cpp).
+    bool grader_writes = false;
 
     /// How tensor `i` is stored.
     DType dtype_of(size_t i) const { return tensors[i].dtype.value_or(dtype); }

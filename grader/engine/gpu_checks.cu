@@ -12,6 +12,7 @@
 #include "engine/poison.h"
 #include "engine/launch_guard.h"
 #include "report/guard_report.h"
+#include "engine/sampling_hooks.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
@@ -58,21 +59,30 @@ __global__ void poison_kernel(typename Poison<T>::Bits* data, Layout layout) {
         data[layout.offset(i / layout.cols, i % layout.cols)] = Poison<T>::bits;
 }
 
+/// The rows a check visits: rows[0 .. count) when `rows` is set (a sampled call on the CPU
+/// emulator), else every row 0 .. count.
+struct RowList {
+    const int64_t* rows = nullptr;
+    int64_t count = 0;
+    WB_HD int64_t operator[](int64_t k) const { return rows ? rows[k] : k; }
+};
+
 template <typename T>
-__global__ void count_poisoned_kernel(const typename Poison<T>::Bits* data, Layout layout, unsigned long long* count) {
-    const int64_t n = layout.rows * layout.cols;
+__global__ void count_poisoned_kernel(const typename Poison<T>::Bits* data, Layout layout, RowList rows,
+                                      unsigned long long* count) {
+    const int64_t n = rows.count * layout.cols;
     unsigned long long mine = 0;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-        mine += data[layout.offset(i / layout.cols, i % layout.cols)] == Poison<T>::bits;
+        mine += data[layout.offset(rows[i / layout.cols], i % layout.cols)] == Poison<T>::bits;
     if (mine) atomicAdd(count, mine);
 }
 
 
 /// Deliberately naive fp64 oracle: one thread walks one whole row.
 template <typename T>
-__global__ void oracle_stats_kernel(OracleProblem p, RowStats* stats) {
-    for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < p.rows; r += int64_t(gridDim.x) * blockDim.x)
-        stats[r] = oracle_row_stats<T>(p, r);
+__global__ void oracle_stats_kernel(OracleProblem p, RowList rows, RowStats* stats) {
+    for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < rows.count; k += int64_t(gridDim.x) * blockDim.x)
+        stats[k] = oracle_row_stats<T>(p, rows[k]);
 }
 
 /// The expected value of element (r, c) of an output, and the scale its accumulation error grows with.
@@ -91,15 +101,15 @@ WB_HD inline double expected_value(const OracleProblem& p, OutputKind kind, int6
 
 /// T: the activations' type (the inputs' rounding); S: how the output is stored.
 template <typename T, typename S>
-__global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, const S* y, const RowStats* row_stats,
-                               OutputKind kind, Tolerance tol, DeviceStats* stats) {
-    const int64_t n = p.rows * cols;
+__global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, RowList rows, const S* y,
+                               const RowStats* row_stats, OutputKind kind, Tolerance tol, DeviceStats* stats) {
+    const int64_t n = rows.count * cols;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t r = i / cols, c = i % cols;
+        const int64_t k = i / cols, r = rows[k], c = i % cols;
         const S v = y[layout.offset(r, c)];
         const double got = Elem<S>::to_float(v);
         double scale = 0.0;
-        const double expected = expected_value<T>(p, kind, r, c, row_stats[r], &scale);
+        const double expected = expected_value<T>(p, kind, r, c, row_stats[k], &scale);
         if (!within(expected, got, tol, scale)) {
             atomicAdd(&stats->bad, 1ull);
             if (is_poison(v)) atomicAdd(&stats->unwritten, 1ull);
@@ -111,15 +121,15 @@ __global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, con
 
 /// Counts owned elements whose bits differ from what fill_input wrote.
 template <typename T, typename Bits>
-__global__ void input_check_kernel(const T* data, Layout layout, ValueSpec spec, DeviceStats* stats) {
-    const int64_t n = layout.rows * layout.cols;
+__global__ void input_check_kernel(const T* data, Layout layout, RowList rows, ValueSpec spec, DeviceStats* stats) {
+    const int64_t n = rows.count * layout.cols;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t r = i / layout.cols, c = i % layout.cols;
+        const int64_t r = rows[i / layout.cols], c = i % layout.cols;
         const T want = Elem<T>::from_float(raw_value(spec, r, c, layout.cols));
         const T have = data[layout.offset(r, c)];
         if (*reinterpret_cast<const Bits*>(&want) != *reinterpret_cast<const Bits*>(&have)) {
             atomicAdd(&stats->bad, 1ull);
-            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+            atomicMin(&stats->first, static_cast<unsigned long long>(r * layout.cols + c));
         }
     }
 }
@@ -138,6 +148,58 @@ __global__ void padding_check_kernel(const unsigned char* data, Layout layout, i
     }
 }
 
+/// The same for the padding after each listed row only: up to the next row's first element (the
+/// rows of a sampled call that its launches touched; untouched padding is unchanged).
+__global__ void padding_after_rows_kernel(const unsigned char* data, Layout layout, RowList rows, int elem_size,
+                                          DeviceStats* stats) {
+    for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < rows.count; k += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t r = rows[k];
+        const int64_t end = r + 1 < layout.rows ? layout.offset(r + 1, 0) : layout.span();
+        for (int64_t e = layout.offset(r, layout.cols - 1) + 1; e < end; ++e) {
+            if (layout.owns(e)) continue;
+            for (int b = 0; b < elem_size; ++b)
+                if (data[e * elem_size + b] != kMarkerByte) {
+                    atomicAdd(&stats->bad, 1ull);
+                    atomicMin(&stats->first, static_cast<unsigned long long>(e));
+                    break;
+                }
+        }
+    }
+}
+
+/// The rows the checks of one tensor visit: every row, or (a sampled call on the CPU emulator,
+/// engine/sampling_hooks.h) the listed ones, copied where the check kernels read them.
+class CheckedRows {
+public:
+    CheckedRows(const DeviceTensor& t, RowsFor why, int64_t all_rows, cudaStream_t stream) : stream_(stream) {
+        list_.count = all_rows;
+        if (!sampling_hooks().rows || !sampling_hooks().rows(t, why, host_)) return;
+        sampled_ = true;
+        list_.count = static_cast<int64_t>(host_.size());
+        if (host_.empty()) return;
+        int64_t* d = nullptr;
+        WB_CUDA_CHECK(cudaMallocAsync(&d, sizeof(int64_t) * host_.size(), stream));
+        WB_CUDA_CHECK(cudaMemcpyAsync(d, host_.data(), sizeof(int64_t) * host_.size(), cudaMemcpyHostToDevice, stream));
+        list_.rows = d;
+    }
+    ~CheckedRows() {
+        if (list_.rows) cudaFreeAsync(const_cast<int64_t*>(list_.rows), stream_);
+    }
+    CheckedRows(const CheckedRows&) = delete;
+    CheckedRows& operator=(const CheckedRows&) = delete;
+    RowList list() const { return list_; }
+    /// True when only some rows are visited (none, where a sampled call touched none).
+    bool sampled() const { return sampled_; }
+    /// The row of the k-th element row visited.
+    int64_t row(int64_t k) const { return host_.empty() ? k : host_[static_cast<size_t>(k)]; }
+
+private:
+    cudaStream_t stream_;
+    std::vector<int64_t> host_;
+    RowList list_;
+    bool sampled_ = false;
+};
+
 __global__ void scribble_kernel(int words) {
     extern __shared__ float smem[];
     for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = __int_as_float(0x7fffffff);
@@ -150,6 +212,7 @@ using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<s
 }  // namespace
 
 void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t stream) {
+    if (sampling_hooks().lazy_contents && sampling_hooks().lazy_contents(t, &spec)) return;
     WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
     const Layout& l = t.layout();
     if (l.rows == 0) return;
@@ -161,6 +224,7 @@ void fill_input(const DeviceTensor& t, const ValueSpec& spec, cudaStream_t strea
 }
 
 void poison_output(const DeviceTensor& t, cudaStream_t stream) {
+    if (sampling_hooks().lazy_contents && sampling_hooks().lazy_contents(t, nullptr)) return;
     WB_CUDA_CHECK(cudaMemsetAsync(t.base(), kMarkerByte, t.total_bytes(), stream));
     const Layout& l = t.layout();
     if (l.rows == 0) return;
@@ -172,21 +236,31 @@ void poison_output(const DeviceTensor& t, cudaStream_t stream) {
     WB_CUDA_CHECK(cudaGetLastError());
 }
 
-void count_poisoned_async(const DeviceTensor& t, unsigned long long* count, cudaStream_t stream) {
+namespace {
+
+/// Adds the poisoned elements of the listed rows of `t` to the device counter `*count` on `stream`.
+void count_poisoned_rows(const DeviceTensor& t, RowList rows, unsigned long long* count, cudaStream_t stream) {
     const Layout& l = t.layout();
-    if (l.rows == 0) return;
+    if (rows.count == 0) return;
     with_type(t.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        count_poisoned_kernel<T><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
-            static_cast<const typename Poison<T>::Bits*>(t.data()), l, count);
+        count_poisoned_kernel<T><<<grid_for(rows.count * l.cols), kThreads, 0, stream>>>(
+            static_cast<const typename Poison<T>::Bits*>(t.data()), l, rows, count);
     });
     WB_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void count_poisoned_async(const DeviceTensor& t, unsigned long long* count, cudaStream_t stream) {
+    count_poisoned_rows(t, RowList{nullptr, t.layout().rows}, count, stream);
 }
 
 size_t count_poisoned(const DeviceTensor& t, cudaStream_t stream) {
     if (t.layout().rows == 0) return 0;
     StatsBuffer stats(stream);
-    count_poisoned_async(t, &stats.get()->bad, stream);
+    const CheckedRows rows(t, RowsFor::compare, t.layout().rows, stream);
+    count_poisoned_rows(t, rows.list(), &stats.get()->bad, stream);
     return static_cast<size_t>(stats.read().bad);
 }
 
@@ -209,17 +283,21 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     if (p.rows == 0) return result;
     // rstd has one element per row; every other output one per (row, col).
     const int64_t cols = kind == OutputKind::rstd ? 1 : p.cols;
-    result.total = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(cols);
+    const CheckedRows rows(y, RowsFor::compare, p.rows, stream);
+    const int64_t checked = rows.list().count;
+    result.total = static_cast<uint64_t>(checked) * static_cast<uint64_t>(cols);
+    if (checked == 0) return result;
     StatsBuffer stats(stream);
     RowStats* row_stats = nullptr;
-    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * p.rows, stream));
+    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * checked, stream));
     with_activation_type(dtype, [&](auto tag) {
         using T = decltype(tag);
-        oracle_stats_kernel<T><<<grid_for(p.rows), kThreads, 0, stream>>>(p, row_stats);
+        oracle_stats_kernel<T><<<grid_for(checked), kThreads, 0, stream>>>(p, rows.list(), row_stats);
         with_type(y.dtype(), [&](auto stored) {
             using S = decltype(stored);
-            compare_kernel<T, S><<<grid_for(p.rows * cols), kThreads, 0, stream>>>(
-                p, cols, y.layout(), static_cast<const S*>(y.data()), row_stats, kind, result.tol, stats.get());
+            compare_kernel<T, S><<<grid_for(checked * cols), kThreads, 0, stream>>>(
+                p, cols, y.layout(), rows.list(), static_cast<const S*>(y.data()), row_stats, kind, result.tol,
+                stats.get());
         });
     });
     WB_CUDA_CHECK(cudaGetLastError());
@@ -229,7 +307,7 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     result.unwritten = s.unwritten;
     result.nan = s.nan;
     if (s.bad == 0) return result;
-    result.first_row = static_cast<int64_t>(s.first / cols);
+    result.first_row = rows.row(static_cast<int64_t>(s.first / cols));
     result.first_col = static_cast<int64_t>(s.first % cols);
     // Recompute the first wrong element on the CPU: the report does not rest on the GPU oracle alone.
     with_activation_type(dtype, [&](auto tag) {
@@ -301,9 +379,15 @@ std::string check_untouched_outside(const DeviceTensor& t, const char* tensor_na
                                       cudaMemcpyDeviceToHost, stream));
     StatsBuffer stats(stream);
     if (t.layout().rows > 0) {
-        padding_check_kernel<<<grid_for(t.layout().span()), kThreads, 0, stream>>>(
-            static_cast<const unsigned char*>(t.data()), t.layout(), static_cast<int>(dtype_size(t.dtype())),
-            stats.get());
+        const CheckedRows rows(t, RowsFor::unchanged, t.layout().rows, stream);
+        if (rows.sampled())
+            padding_after_rows_kernel<<<grid_for(rows.list().count), kThreads, 0, stream>>>(
+                static_cast<const unsigned char*>(t.data()), t.layout(), rows.list(),
+                static_cast<int>(dtype_size(t.dtype())), stats.get());
+        else
+            padding_check_kernel<<<grid_for(t.layout().span()), kThreads, 0, stream>>>(
+                static_cast<const unsigned char*>(t.data()), t.layout(), static_cast<int>(dtype_size(t.dtype())),
+                stats.get());
         WB_CUDA_CHECK(cudaGetLastError());
     }
     const DeviceStats s = stats.read();
@@ -329,10 +413,11 @@ std::string check_input_unchanged(const DeviceTensor& t, const ValueSpec& spec, 
     const Layout& l = t.layout();
     StatsBuffer stats(stream);
     if (l.rows > 0) {
+        const CheckedRows rows(t, RowsFor::unchanged, l.rows, stream);
         with_type(t.dtype(), [&](auto tag) {
             using T = decltype(tag);
-            input_check_kernel<T, BitsOf<T>><<<grid_for(l.rows * l.cols), kThreads, 0, stream>>>(
-                static_cast<const T*>(t.data()), l, spec, stats.get());
+            input_check_kernel<T, BitsOf<T>><<<grid_for(rows.list().count * l.cols), kThreads, 0, stream>>>(
+                static_cast<const T*>(t.data()), l, rows.list(), spec, stats.get());
         });
         WB_CUDA_CHECK(cudaGetLastError());
     }
@@ -386,7 +471,7 @@ std::string self_check_gpu_oracle(cudaStream_t stream) {
         std::vector<RowStats> gpu(p.rows);
         RowStats* stats = nullptr;
         WB_CUDA_CHECK(cudaMalloc(&stats, sizeof(RowStats) * p.rows));
-        oracle_stats_kernel<__half><<<1, kThreads, 0, stream>>>(p, stats);
+        oracle_stats_kernel<__half><<<1, kThreads, 0, stream>>>(p, RowList{nullptr, p.rows}, stats);
         WB_CUDA_CHECK(cudaGetLastError());
         WB_CUDA_CHECK(cudaMemcpyAsync(gpu.data(), stats, sizeof(RowStats) * p.rows, cudaMemcpyDeviceToHost, stream));
         WB_CUDA_CHECK(cudaStreamSynchronize(stream));

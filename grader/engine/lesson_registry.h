@@ -29,6 +29,10 @@ struct PlanOptions {
     /// The CPU emulator: a lesson may run a smaller form of a case it cannot run whole in
     /// reasonable time, one that keeps the case's point and says so in its description.
     bool cpu_emulator = false;
+    /// The CPU emulator runs a large call on a sample of its blocks where the engine's own checks
+    /// judge it (grader/app/emulated_sampling.h): benchmark shapes checked as cases keep their rows
+    /// there, and max_checked_bench_elements applies only to calls with checks of their own.
+    bool sampled_calls = false;
 };
 
 /// Builds a lesson's plan; `reference` is null only for lessons that need no GPU.

@@ -17,6 +17,7 @@
 
 #include "emu/control.h"
 #include "internal.h"
+#include "sampling.h"
 #include "scheduler_order.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
@@ -27,6 +28,11 @@ double g_watchdog_seconds = 20;
 thread_local EMU_FAST_TLS LaunchState* tls_plain_launch = nullptr;
 
 namespace {
+
+/// A launch of a sampled call with more units than this runs a sample of them.
+constexpr uint64_t kSampleAbove = 16;
+/// Bytes the optional units of a sample may write before the rest of them are left out.
+constexpr uint64_t kSampleBytes = uint64_t(16) << 20;
 
 /// The grader's own element-wise kernels: one plain call per thread, no fibers.
 /// Their threads never wait for each other, so a unit is a slice of a block's threads: a grid
@@ -63,27 +69,41 @@ unsigned plain_slices(const LaunchSpec& s) {
 }
 
 /// Runs units of the launch until none is left (or `limit` of them ran); false when none was left.
+/// A sampled launch takes its units from `l.sample`, recording what each wrote, and stops taking
+/// the optional ones once the sample has written enough.
 bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = ~uint64_t(0)) {
     blockDim = l.spec.block;
     gridDim = l.spec.grid;
     UnitState u;
+    const uint64_t count = l.sample ? l.sample->size() : units;
     for (uint64_t ran = 0; ran < limit; ++ran) {
         const uint64_t taken = l.next_unit.fetch_add(1);
-        if (taken >= units) return false;
+        if (taken >= count) return false;
         if (l.aborted.load(std::memory_order_relaxed)) break;
-        const uint64_t i = l.spec.mode == LaunchMode::plain ? taken : l.order.at(taken);
         if (l.spec.mode == LaunchMode::plain) {
             tls_plain_launch = &l;
-            run_block_plain(l, i, per_unit);
+            run_block_plain(l, taken, per_unit);
             tls_plain_launch = nullptr;
             continue;
         }
+        UnitWrites writes;
+        if (l.sample) {
+            if (taken >= l.sample_required && sampled_bytes_written() > kSampleBytes) continue;
+            writes.unit = (*l.sample)[taken];
+            tls_unit_writes = &writes;
+        }
+        const uint64_t i = l.sample ? writes.unit : l.order.at(taken);
         prepare_unit(l, u, i * per_unit);
         tls_unit = &u;
         run_unit_fibers(l, u);
         tls_phase = std::max(tls_phase, u.cluster_phase);
         tls_unit = nullptr;
         tls_thread = nullptr;
+        if (l.sample) {
+            tls_unit_writes = nullptr;
+            std::lock_guard<std::mutex> lock(l.mu);
+            l.sample_writes.push_back(std::move(writes));
+        }
     }
     return true;
 }
@@ -194,6 +214,26 @@ private:
 
 }  // namespace
 
+/// Runs a launch of an open sampled call (docs/emulator.md, "Sampled calls"): the first sample,
+/// then, twice at most, the units the sample's writes say should write the grader's target rows
+/// that nothing wrote yet.
+static void run_sampled(LaunchState& l, uint64_t units, unsigned per_unit) {
+    begin_sampled_launch();
+    std::size_t required = 0;
+    std::vector<uint64_t> list = first_sample(units, sampling_seed(), required);
+    for (int round = 0; round < 3 && !list.empty() && !l.aborted; ++round) {
+        l.sample = &list;
+        l.sample_required = required;
+        l.next_unit = 0;
+        WorkerPool::instance().run([&] { worker(l, units, per_unit); });
+        if (l.aborted || l.restart) break;
+        list = units_for_missing_targets(units, l.sample_writes);
+        required = list.size();
+    }
+    l.sample = nullptr;
+    if (!l.restart) record_sampled_launch(units, l.sample_writes.size());
+}
+
 bool watchdog_expired(LaunchState& l) {
     // A cheap wall-clock test first: the CPU time is read only once the launch could have used
     // its budget, and the next check is put off by the time the rest of it takes on every core.
@@ -241,6 +281,10 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
         const uint64_t blocks = uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
         const uint64_t units = plain ? blocks * per_unit : blocks / per_unit;
         if (!plain) l.order = next_unit_order(kernel, units, l.seed, restarted);
+        const bool sampled = !plain && sampling_open() && units > kSampleAbove;
+        // A sampled launch does not model the early start of programmatic dependent launch: the
+        // grid it depends on runs first.
+        if (sampled && prerequisite && !prerequisite->done()) prerequisite->complete();
         if (prerequisite && !prerequisite->done()) {
             // Until the grid this one depends on has run, units run one at a time on this thread,
             // so which reads come before that grid's writes does not depend on timing.
@@ -250,7 +294,9 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
                 prerequisite->complete();  // nothing waited for it: it runs after this grid
             }
         }
-        if (!l.aborted) {
+        if (sampled) {
+            run_sampled(l, units, per_unit);
+        } else if (!l.aborted) {
             if (units - std::min(units, l.next_unit.load()) <= 1) worker(l, units, per_unit);
             else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
         }

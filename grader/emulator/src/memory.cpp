@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "internal.h"
+#include "sampling.h"
 #include "scheduler_state.h"
 #include "unwritten_reads.h"
 
@@ -39,11 +40,15 @@ struct Allocation {
     uintptr_t start = 0;
     std::size_t bytes = 0;
     bool live = false;
+    bool lazy = false;  ///< a lazy range of a sampled call (sampling.cpp): every access is seen
 };
 
 struct Heap {
     uintptr_t lo = 0;
-    std::size_t next = 0;
+    /// Allocations start a quarter of the way in: a row offset computed in 32 bits that wraps
+    /// negative (at most 2^31 vectors of 16 bytes, 32 GiB, before a buffer) still lands inside the
+    /// device range, where the checks report it as an illegal address, as the GPU does.
+    std::size_t next = kHeapBytes / 4;
     std::vector<Allocation> allocs{Allocation{}};  // index 0: no allocation
     /// Freed ranges by their span in bytes.
     std::map<std::size_t, std::set<uintptr_t>> freed;
@@ -126,7 +131,9 @@ bool device_free(void* p) {
     const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
     if (id == 0 || h.allocs[id].start != a || !h.allocs[id].live) return false;
     Allocation& al = h.allocs[id];
+    if (al.lazy) forget_lazy_range(al.start);
     al.live = false;
+    al.lazy = false;
     g_free_generation.fetch_add(1, std::memory_order_relaxed);
     const std::size_t granule = std::size_t(1) << kGranuleShift;
     const std::size_t span = (al.bytes + granule - 1) / granule * granule;
@@ -135,6 +142,17 @@ bool device_free(void* p) {
         h.freed[span].insert(a);
     }
     return true;
+}
+
+void set_allocation_lazy(const void* start, bool lazy) {
+    Heap& h = heap();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(start);
+    std::unique_lock<std::shared_mutex> lock(h.mu);
+    if (!h.contains(a)) return;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    if (id == 0 || h.allocs[id].start != a) return;
+    h.allocs[id].lazy = lazy;
+    g_free_generation.fetch_add(1, std::memory_order_relaxed);  // no worker keeps it among its cached ranges
 }
 
 bool device_range_ok(const void* p, std::size_t bytes) {
@@ -211,6 +229,10 @@ namespace {
     const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
     if (id != 0) {
         const Allocation& al = h.allocs[id];  // the vector only grows under the lock; ids stay valid
+        if (al.live && a + bytes <= al.start + al.bytes && al.lazy) {
+            lazy_touch(a, bytes, write);  // never cached: each access may need contents first
+            return;
+        }
         if (al.live && a + bytes <= al.start + al.bytes) {
             CachedRanges& c = tls_ranges;
             const uint64_t generation = g_free_generation.load(std::memory_order_relaxed);

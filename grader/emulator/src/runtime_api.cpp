@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/control.h"
 #include "internal.h"
 
 namespace emu {
@@ -259,7 +260,11 @@ cudaError_t cudaFreeHost(void* p) {
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!device_range_ok(dst, bytes) || !device_range_ok(src, bytes)) return fail(cudaErrorInvalidValue);
-    return issue(s, Work{nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); }});
+    return issue(s, Work{nullptr, [dst, src, bytes] {
+                         materialize(src, bytes);  // a lazy range of a sampled call gets its contents first
+                         materialize(dst, bytes);
+                         std::memmove(dst, src, bytes);
+                     }});
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
@@ -271,7 +276,10 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t s) {
     std::lock_guard<std::recursive_mutex> lock(g_mu);
     if (!device_range_ok(p, bytes)) return fail(cudaErrorInvalidValue);
-    return issue(s, Work{nullptr, [p, value, bytes] { std::memset(p, value, bytes); }});
+    return issue(s, Work{nullptr, [p, value, bytes] {
+                         materialize(p, bytes);  // a lazy range of a sampled call gets its contents first
+                         std::memset(p, value, bytes);
+                     }});
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, cudaStreamLegacy); }
 

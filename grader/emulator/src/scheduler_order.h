@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#pragma GCC visibility push(hidden)
 
 namespace emu {
 
@@ -46,4 +45,3 @@ UnitOrder next_unit_order(const void* kernel, uint64_t units, uint64_t& seed, bo
 
 }  // namespace emu
 
-#pragma GCC visibility pop

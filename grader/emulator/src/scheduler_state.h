@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "sampling.h"
 #include "scheduler_order.h"
 
 namespace emu {
@@ -27,6 +28,11 @@ struct LaunchState {
     std::size_t static_end = 0;
     std::atomic<uint64_t> next_unit{0};
     UnitOrder order;    ///< the order units are taken in (fiber mode)
+    /// A sampled launch: the units to run (taken in this order), how many of them run whatever
+    /// they cost, and what each unit run wrote (guarded by `mu`).
+    const std::vector<uint64_t>* sample = nullptr;
+    std::size_t sample_required = 0;
+    std::vector<UnitWrites> sample_writes;
     uint64_t seed = 0;  ///< the launch's schedule seed, from which each unit's is drawn
     std::atomic<bool> aborted{false};
     Fault fault;

@@ -116,6 +116,7 @@ GpuCall pdl_call(const PdlCase& c, DType dtype, uint64_t seed, const PdlCall& fn
     }
     call.tensors = {x, TensorRole{"weight", Layout::rows_of(1, c.cols, c.cols), c.misalign + c.w_mis, true, p.weight},
                     TensorRole{"y", rows, c.misalign + c.y_mis, false}};
+    call.grader_writes = c.late_producer;  // the producer writes x (and y) inside the launch
     const PdlCase kase = c;
     const ValueSpec real = p.x;
     call.launch = [fn, kase, dtype, rows, real](const std::vector<void*>& d, cudaStream_t s) {

@@ -521,6 +521,11 @@ static LessonPlan backward_plan(const Submission& student, const Submission& ref
                                                [c, t, e](uint64_t seed) { return backward_call(c, t, seed, e); },
                                                c.repeats, large));
             if (form && form->rows == 0) plan.cases.back().not_on_cpu = form->why_not_run;
+            // Past 2^27 elements the emulator runs a case only on a sample of its blocks, and
+            // dweight's column sums need every row.
+            else if (opt.cpu_emulator && c.rows * c.cols > (int64_t(1) << 27))
+                plan.cases.back().not_on_cpu = "the emulator runs a case this large only on a sample of its blocks, "
+                                               "and dweight's column sums need every row; the GPU grader runs this one";
         }
     }
     // The gate: the issue's shapes in bf16 (32768 x 1024 up, and a decode batch), two in fp16.
@@ -544,7 +549,7 @@ static LessonPlan backward_plan(const Submission& student, const Submission& ref
         const Entry es = entry_of(student, s.t), er = entry_of(reference, s.t);
         const DType t = s.t;
         BackCase checked = c;
-        checked.rows = checked_bench_rows(s.rows, s.cols, opt);
+        checked.rows = checked_bench_rows(s.rows, s.cols, opt, false);  // dx and dweight: checks of its own
         plan.cases.push_back(make_gpu_case("bench_" + shape + "_" + dtype_name(t), checked_bench_what(s.rows, checked.rows),
                                            [checked, t, es](uint64_t seed) { return backward_call(checked, t, seed, es); },
                                            1, true));

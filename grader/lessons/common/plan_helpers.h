@@ -13,8 +13,11 @@
 namespace workbook {
 
 
-/// The rows a benchmark shape is checked with under `opt` (all of them on a GPU).
-inline int64_t checked_bench_rows(int64_t rows, int64_t cols, const PlanOptions& opt) {
+/// The rows a benchmark shape is checked with under `opt` (all of them on a GPU, and on the CPU
+/// emulator where it samples the call's blocks). `engine_checks`: the call is judged by the engine's
+/// own checks only, so the emulator can sample it.
+inline int64_t checked_bench_rows(int64_t rows, int64_t cols, const PlanOptions& opt, bool engine_checks = true) {
+    if (opt.sampled_calls && engine_checks) return rows;
     if (opt.max_checked_bench_elements <= 0 || rows * cols <= opt.max_checked_bench_elements) return rows;
     return std::max<int64_t>(1, opt.max_checked_bench_elements / cols);
 }

@@ -66,6 +66,7 @@ GpuCall repeated_at_same_addresses(GpuCall call) {
     // before it: lesson 7's contract says that only x comes from the kernel just before the call,
     // so a kernel launched with PDL may read the weight before its grid-dependency wait.
     if (!inputs.empty() && inputs.front().index == 0) std::rotate(inputs.begin(), inputs.begin() + 1, inputs.end());
+    call.grader_writes = true;
     call.launch = [launch = std::move(call.launch), inputs](const std::vector<void*>& data, cudaStream_t stream) {
         for (const Rewritten& in : inputs) write_input_values(in.dtype, data[in.index], in.layout, in.first, stream);
         const cudaError_t first = launch(data, stream);

@@ -2,8 +2,12 @@
 /// @brief Settings of the emulator that a grader (not a kernel) makes, and what it asks after a launch.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
 
 namespace emu {
 
@@ -22,5 +26,52 @@ std::string take_unwritten_shared_read();
 /// in are drawn from this seed and a launch counter (reset here), so a grade run again with the
 /// same seed schedules the same way, and two launches on the same inputs do not.
 void set_schedule_seed(uint64_t seed);
+
+// ---- large calls on a sample of blocks (docs/emulator.md, "Sampled calls") ------------------
+
+/// Opens a sampled call: until end_sampled_call, a submission's launch of more than a few blocks
+/// runs a sample of them (the first, last and middle ones, a few drawn from `seed`, and those that
+/// should write the target rows of the lazy ranges), and lazy ranges get their contents on first
+/// touch. The same seed picks the same sample, so every launch of one call runs the same blocks.
+void begin_sampled_call(uint64_t seed);
+/// Closes it: the lazy ranges are forgotten (what they were given stays).
+void end_sampled_call();
+
+/// Writes the contents of bytes [offset, offset + bytes) of a lazy range, counted from its start, to `out`.
+using LazyFill = std::function<void(std::size_t offset, std::size_t bytes, unsigned char* out)>;
+
+/// The row of the grader's tensor that byte `offset` of a lazy range belongs to, or -1 (guards, padding).
+using RowOf = std::function<int64_t(std::size_t offset)>;
+
+/// A row the launches of a sampled call must write, as far as the sampled units' writes predict
+/// which units write it: its index and its bytes [lo, hi) (offsets from the range's start).
+struct TargetRow {
+    int64_t row = 0;
+    std::size_t lo = 0, hi = 0;
+};
+
+/// Declares the device allocation starting at `start` (`bytes` long) lazy for the open sampled
+/// call: nothing is written now; each 64 KiB chunk gets `fill`'s contents when first touched (by a
+/// kernel, a copy, a memset or materialize), so a tensor of gigabytes costs only what is touched.
+/// `row_of` says which row a byte is in: the model of which unit writes which rows is in rows, so
+/// a block of 16 heads of a [tokens, heads, dim] tensor is one step of 16 rows whatever the strides.
+/// `targets`: the rows the grader checks for sure.
+void add_lazy_range(void* start, std::size_t bytes, LazyFill fill, RowOf row_of, std::vector<TargetRow> targets);
+
+/// Gives [p, p + bytes) its contents now where it lies in a lazy range not touched yet (before the
+/// grader's own code, which the emulator does not watch, reads it).
+void materialize(const void* p, std::size_t bytes);
+
+/// The byte ranges (offsets from `start`, sorted, merged) of the lazy range at `start` that have
+/// their contents so far: what the call touched (and what was materialized). Empty when `start` is
+/// not a lazy range.
+std::vector<std::pair<std::size_t, std::size_t>> touched_ranges(const void* start);
+
+/// One sampled launch of the open call: its units (blocks, or clusters) and how many of them ran.
+struct SampledLaunch {
+    uint64_t units = 0, run = 0;
+};
+/// The sampled launches of the open call so far.
+std::vector<SampledLaunch> sampled_launches();
 
 }  // namespace emu
