@@ -294,13 +294,14 @@ class NoGpuTests(GradeTestCase):
         code, out = self.grade("lesson3", "--json", os.path.join(self.tmp, "r.json"))
         self.assertEqual(code, 1, out)
         self.assertIn("correctness on the CPU emulator; the bandwidth gate needs a GPU", out)
-        self.assertIn("not run on the CPU emulator", out)
         with open(os.path.join(self.tmp, "r.json"), encoding="utf-8") as f:
             report = json.load(f)
         self.assertEqual(report["verdict"], "fail-correctness")
         self.assertEqual(report["gpu"], "CPU emulator")
-        skipped = [c["name"] for c in report["cases"] if c["skipped"]]
-        self.assertEqual(skipped, ["past_2pow31_elements"])
+        # Every case runs, past 2^31 elements included: on a sample of its blocks (docs/emulator.md).
+        self.assertEqual([c["name"] for c in report["cases"] if c["skipped"]], [])
+        large = next(c for c in report["cases"] if c["name"] == "past_2pow31_elements")
+        self.assertIn("on the CPU emulator: its launches run the blocks", large["what"])
 
     def test_fail_fast_on_the_cpu_emulator_runs_small_cases_first(self):
         """The emulated grader's --fail-fast: the stub fails its first case, which is one of the smallest."""
