@@ -18,6 +18,7 @@
 #include "engine/launch_guard.h"
 #include "engine/lesson_registry.h"
 #include "app/emulated_sampling.h"
+#include "app/emulated_traffic.h"
 #include "app/option_reader.h"
 #include "report/run_report.h"
 
@@ -34,6 +35,7 @@ const char* kLabel = "correctness on the CPU emulator; the bandwidth gate needs 
 struct Args {
     int lesson = 0;
     std::string student, reference, source_name, json, filter;
+    std::string traffic;  ///< --traffic FILE: the traffic report's figures (needs --reference)
     uint64_t seed = 0;
     bool seed_given = false, untouched_stub = false;
     bool fail_fast = false;   ///< --fail-fast: stop at the first failing case
@@ -44,6 +46,9 @@ struct Args {
 const char* kUsageText =
     "usage: wb-grader-emu --lesson N --student LIB.so [--source-name NAME] [--seed S] [--json FILE]\n"
     "                     [--cases TEXT[,=NAME...]] [--watchdog SECONDS] [--untouched-stub] [--fail-fast]\n"
+    "                     [--reference LIB.so --traffic FILE]\n"
+    "                     (--traffic: once every case passed, each benchmark shape of the submission and of\n"
+    "                     the reference is run on sampled blocks and its memory traffic written to FILE)\n"
     "       wb-grader-emu --list-cases --lesson N --student LIB.so [--reference LIB.so]\n"
     "                     (prints the name of every case of the lesson's plan as the GPU grader builds it,\n"
     "                     one a line; runs nothing)\n"
@@ -61,6 +66,7 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         else if (arg == "--list-cases") a.list_cases = true;
         else if (arg == "--source-name") { if (!(v = value("a name"))) return false; a.source_name = v; }
         else if (arg == "--json") { if (!(v = value("a file"))) return false; a.json = v; }
+        else if (arg == "--traffic") { if (!(v = value("a file"))) return false; a.traffic = v; }
         else if (arg == "--cases") { if (!(v = value("substrings, comma-separated"))) return false; a.filter = v; }
         else if (arg == "--untouched-stub") a.untouched_stub = true;
         else if (arg == "--fail-fast") a.fail_fast = true;
@@ -77,8 +83,12 @@ bool parse(int argc, char** argv, Args& a, std::string& error) {
         if (a.student.empty()) { error = "--student is required"; return false; }
         return true;
     }
-    if (!a.reference.empty()) {
-        error = "--reference is used by --list-cases only (the emulator never runs the reference)";
+    if (!a.reference.empty() && a.traffic.empty()) {
+        error = "--reference is used by --list-cases and --traffic only (correctness never runs the reference)";
+        return false;
+    }
+    if (!a.traffic.empty() && a.reference.empty()) {
+        error = "--traffic needs --reference: the report shows the reference's figures beside the submission's";
         return false;
     }
     const LessonInfo* info = find_lesson(a.lesson);
@@ -167,9 +177,10 @@ int grade(const Args& args) {
         return finish(report, args, kNoGpu);
     }
 
-    std::unique_ptr<Submission> student;
+    std::unique_ptr<Submission> student, reference;
     try {
         student = std::make_unique<Submission>(args.student, args.lesson);
+        if (!args.reference.empty()) reference = std::make_unique<Submission>(args.reference, args.lesson);
     } catch (const std::exception& e) {
         report.verdict = "fail-build";
         report.reason = e.what();
@@ -183,8 +194,9 @@ int grade(const Args& args) {
         options.cpu_emulator = true;
         set_tight_inputs(true);
         options.sampled_calls = true;
-        // The reference is only timed, never run for correctness: the student stands in for it.
-        LessonPlan plan = make_plan(args.lesson, *student, student.get(), options);
+        // The reference is never run for correctness: only the traffic report records it (without
+        // one, the student stands in for it).
+        LessonPlan plan = make_plan(args.lesson, *student, reference ? reference.get() : student.get(), options);
         const std::vector<CaseResult> not_run = set_aside_large_cases(plan, args.filter);
         size_t selected = 0;
         for (const Case& c : plan.cases) selected += case_selected(args.filter, c.name);
@@ -234,6 +246,12 @@ int grade(const Args& args) {
         std::printf("\nall %zu case(s) passed on the CPU emulator; %zu not run (left to the GPU); the bandwidth "
                     "gate was not run: it needs a GPU\n",
                     ran, not_run.size());
+        if (!args.traffic.empty()) {
+            std::printf("\ntraffic: each benchmark shape once on sampled blocks, yours and the reference's\n");
+            std::fflush(stdout);
+            const std::string problem = emulated::write_traffic(plan, args.lesson, info->gate_fraction, args.traffic);
+            if (!problem.empty()) std::printf("  the traffic report could not be written: %s\n", problem.c_str());
+        }
         return finish(report, args, kPass);
     } catch (const FatalDeviceError& e) {
         report.verdict = "fail-correctness";

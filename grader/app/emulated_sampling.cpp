@@ -48,6 +48,7 @@ struct Lazy {
     ValueSpec spec;
 };
 bool g_open = false;
+bool g_profiling = false;
 std::vector<Lazy> g_lazy;
 
 /// The bytes of `v` stored as `dtype`.
@@ -170,6 +171,14 @@ bool sampleable(const GpuCall& call) {
 }
 
 void begin_call(const GpuCall& call) {
+    if (g_profiling) {
+        // Nothing is checked: any call can run on sampled blocks. A tensor a lesson fills itself is
+        // filled whole, as usual; the others get their contents lazily.
+        g_open = true;
+        g_lazy.clear();
+        emu::begin_sampled_call(0x7aff1cull);
+        return;
+    }
     if (!g_case.sampled) return;
     if (!sampleable(call)) {
         if (g_case.repeat && g_case.elements > kRepeatWholeElements) throw RepeatLeftOut{};
@@ -255,6 +264,8 @@ void install_sampling() {
     h.lazy_contents = lazy_contents;
     h.rows = rows;
 }
+
+void set_profiling(bool on) { g_profiling = on; }
 
 void sample_if_large(Case& c) {
     if (c.elements <= kSampledRepeatElements) return;

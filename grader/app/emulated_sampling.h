@@ -22,6 +22,10 @@ constexpr int64_t kSampledRepeatElements = int64_t(1) << 16;
 /// Installs the engine's sampling hooks (engine/sampling_hooks.h); once, at start.
 void install_sampling();
 
+/// While set, every call is a sampled call, whatever its size or checks: the traffic report runs each
+/// benchmark shape once and checks nothing (emulated_traffic.cpp).
+void set_profiling(bool on);
+
 /// Wraps a case's `run` so that the calls of a large case, and of a repetition after the first of a
 /// case past kSampledRepeatElements, run on a sample of blocks where their checks allow it; adds to a
 /// large case's description how the CPU emulator runs it. Small cases are left as they are.

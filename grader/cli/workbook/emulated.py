@@ -147,8 +147,9 @@ def check_for_emulator(lesson, source, shown):
                 pass
 
 
-def grader_command(lesson, lib, shown, args, untouched_stub=False):
-    """The wb-grader-emu command line for one run; `untouched_stub`: the file is the stub as shipped."""
+def grader_command(lesson, lib, shown, args, untouched_stub=False, reference=None, traffic=None):
+    """The wb-grader-emu command line for one run; `untouched_stub`: the file is the stub as shipped;
+    `reference` and `traffic`: the reference's library and the file for the traffic report's figures."""
     with open(CONFIG, encoding="utf-8") as f:
         cfg = json.load(f)
     cmd = [cfg["grader"], "--lesson", str(lesson.number), "--student", lib, "--source-name", shown]
@@ -161,4 +162,12 @@ def grader_command(lesson, lib, shown, args, untouched_stub=False):
         cmd.append("--untouched-stub")
     if getattr(args, "fail_fast", False):
         cmd.append("--fail-fast")
+    if reference and traffic:
+        cmd += ["--reference", reference, "--traffic", traffic]
     return cmd
+
+
+def wants_traffic(args):
+    """The traffic report comes with a whole grade: not with --cases (a part of it), --no-bench or
+    --build-only."""
+    return not (args.cases or getattr(args, "no_bench", False) or getattr(args, "build_only", False))

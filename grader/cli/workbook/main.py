@@ -26,7 +26,7 @@ import time
 from . import exitcodes, hints, live, profile, progress
 from .build import BuildError, compile_source, grader_command, library
 from .lessons import ROOT, UsageError, all_lessons, find_lesson
-from . import emulated, interview, leaderboard
+from . import emulated, interview, leaderboard, traffic
 from .board.grading import BoardLimits
 from .interview_state import StateError
 from .stub import reset_exercise, is_untouched, is_shipped_stub
@@ -153,7 +153,22 @@ def _grade_emulated(lesson, args, source, shown):
     if args.sanitize:
         print("--sanitize runs compute-sanitizer on a GPU; the emulator checks races, barriers and memory on every run")
     untouched = args.untouched_stub or (not args.source and is_shipped_stub(lesson))
-    code = live.run_grader(emulated.grader_command(lesson, lib, shown, args, untouched), status)
+    reference = traffic_file = None
+    if emulated.wants_traffic(args) and lesson.solution:
+        # The traffic report puts the reference's figures beside the submission's: the reference is
+        # compiled for the emulator too (cached by its content, so once).
+        try:
+            with live.activity("compiling the reference for the traffic report (once)", status):
+                reference = emulated.compile_for_emulator(lesson, lesson.solution, os.path.relpath(lesson.solution, ROOT))
+            traffic_file = os.path.join(os.path.dirname(lib), f"traffic-{lesson.name}-{os.getpid()}.json")
+        except BuildError:
+            reference = None
+    code = live.run_grader(emulated.grader_command(lesson, lib, shown, args, untouched, reference, traffic_file),
+                           status)
+    if traffic_file and os.path.exists(traffic_file):
+        if code == exitcodes.PASS:
+            traffic.report(traffic_file, args.json)
+        os.remove(traffic_file)
     # A pass here is correctness only: the lesson counts as passed once the gate passes on a GPU.
     progress.record_result(lesson, "pass (CPU emulator; gate not run)" if code == exitcodes.PASS
                            else exitcodes.VERDICTS.get(code, "error"), shown)

@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
+#include "traffic.h"
 
 // The running thread's indices (emu/device.h): set before each fiber is resumed.
 thread_local __attribute__((tls_model("initial-exec"))) uint3 threadIdx;
@@ -189,6 +190,7 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
                     });
                 }
                 t.fiber = std::move(t.fiber).resume();
+                if (tls_trace) trace_thread_paused(static_cast<int>(&t - u.threads.data()));
                 if (l.aborted.load(std::memory_order_relaxed)) {
                     abandon(u);
                     return;

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "sampling.h"
 #include "scheduler_order.h"
+#include "traffic.h"
 #include "scheduler_parts.h"
 #include "scheduler_state.h"
 
@@ -95,7 +96,10 @@ bool worker(LaunchState& l, uint64_t units, unsigned per_unit, uint64_t limit = 
         const uint64_t i = l.sample ? writes.unit : l.order.at(taken);
         prepare_unit(l, u, i * per_unit);
         tls_unit = &u;
+        const bool traced = traffic_recording() && !tls_trace;  // a grid run nested in a traced unit is not
+        if (traced) begin_unit_trace(l, u);
         run_unit_fibers(l, u);
+        if (traced) end_unit_trace();
         tls_phase = std::max(tls_phase, u.cluster_phase);
         tls_unit = nullptr;
         tls_thread = nullptr;
@@ -251,6 +255,7 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
               const std::shared_ptr<HeldKernel>& prerequisite) {
     HardWatchdog guard;
     const double cpu_start = process_cpu_seconds();
+    const bool nested_in_trace = tls_trace != nullptr;  // a prerequisite grid run from inside a traced unit
     LaunchSpec spec = launch_spec;
     // The grader's own kernels are grid-stride loops over blockIdx.x (LaunchMode::plain): as a
     // grid of a few blocks they visit the same elements, without a call per element.
@@ -300,6 +305,8 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
             if (units - std::min(units, l.next_unit.load()) <= 1) worker(l, units, per_unit);
             else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
         }
+        if (!plain && !l.restart && traffic_recording() && !nested_in_trace)
+            end_launch_trace(l, units, sampled ? l.sample_writes.size() : units, l.static_end);
         if (!l.restart) return l.fault;
         // A kernel declared with __cluster_dims__: run again with its clusters, as the GPU launches it.
         spec.cluster = l.restart_cluster;

@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "sampling.h"
+#include "traffic.h"
 #include "scheduler_state.h"
 #include "unwritten_reads.h"
 
@@ -256,11 +257,13 @@ inline __attribute__((always_inline)) void check_inline(const void* addr, std::s
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     if (aligned_access && bytes > 1 && (a & (bytes - 1))) report_misaligned(a, bytes, write, pc);
     if (a - u->arena_lo < u->arena_span) {
+        if (__builtin_expect(tls_trace != nullptr, 0)) trace_access(a, bytes, write, true, pc);
         if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);
         else shared_unordered_access(a - u->arena_lo, bytes, write);  // atomics never race, but they write
         return;
     }
     if (a - g_heap_lo >= kHeapBytes) return;  // not device memory: the thread's stack, host memory
+    if (__builtin_expect(tls_trace != nullptr, 0)) trace_access(a, bytes, write, false, pc);
     const CachedRanges& c = tls_ranges;
     if (c.generation == g_free_generation.load(std::memory_order_relaxed))
         for (int i = 0; i < CachedRanges::kSize; ++i)

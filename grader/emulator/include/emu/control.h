@@ -74,4 +74,31 @@ struct SampledLaunch {
 /// The sampled launches of the open call so far.
 std::vector<SampledLaunch> sampled_launches();
 
+// ---- the traffic report (docs/emulator.md, "Traffic") ---------------------------------------
+
+/// What one recorded launch asked of the memory system: the sampled units' warp-level requests,
+/// and a model of the DRAM traffic of the whole grid behind an H100's 50 MB L2.
+struct TrafficLaunch {
+    uint64_t units = 0, units_run = 0;  ///< the grid's units (blocks, or clusters) and how many were recorded
+    uint64_t grid_blocks = 0;
+    unsigned threads_per_block = 0, blocks_per_unit = 1;
+    std::size_t shared_bytes_per_block = 0;  ///< static and dynamic
+    /// DRAM bytes of the whole grid: each 32-byte sector once, plus sectors read again after the
+    /// grid touched more than the L2 holds in between (scaled from the recorded units).
+    double dram_read_bytes = 0, dram_write_bytes = 0;
+    /// Global loads and stores of the recorded units, warp by warp: requests (one instruction of one
+    /// warp), the distinct sectors each touched, and the lanes' bytes and accesses.
+    double global_requests = 0, global_sectors = 0, global_lane_bytes = 0, global_lane_accesses = 0;
+    /// Shared-memory requests and the wavefronts past one each needed (bank conflicts).
+    double shared_requests = 0, shared_wavefronts = 0;
+    /// Bytes of global loads a thread keeps in flight at once (an estimate: the loads it issues
+    /// between two waits, up to 8; a longer run is a loop, counted as 4, as the GPU's compiler unrolls).
+    double inflight_bytes_per_thread = 0;
+};
+
+/// Starts recording: until end_traffic, every launch of an open sampled call is recorded.
+void begin_traffic();
+/// Stops recording; the launches recorded, in order.
+std::vector<TrafficLaunch> end_traffic();
+
 }  // namespace emu
