@@ -84,8 +84,10 @@ std::size_t chunk_span(const LazyRange& r) { return r.chunks << kChunkShift; }
 /// contents is mapped with no access (protect_range), so that every access reaches this first: an
 /// instrumented one through lazy_touch, any other (the grader's own code, and a kernel's load that
 /// GCC's ThreadSanitizer pass does not instrument: an aggregate such as a `__half` passed by value
-/// straight from memory to a function) through the fault handler. The contents are built aside and
-/// copied in, so the chunk is readable for the few microseconds of the copy only, under the lock.
+/// straight from memory to a function) through the fault handler. The contents are built in pages
+/// of their own and moved over the chunk in one step (mremap), so no thread ever finds the chunk
+/// readable before its contents are in: an uninstrumented access in that window would not fault,
+/// and would read zeros or have its store overwritten by the fill.
 void fill_chunks(LazyRange& r, std::size_t offset, std::size_t bytes) {
     if (bytes == 0) return;
     const std::size_t first = offset >> kChunkShift;
@@ -96,19 +98,23 @@ void fill_chunks(LazyRange& r, std::size_t offset, std::size_t bytes) {
         if (r.filled[c].load(std::memory_order_relaxed)) continue;
         const std::size_t lo = c << kChunkShift;
         const std::size_t n = std::min(r.bytes - lo, kChunk);
-        thread_local std::vector<unsigned char> aside;
-        aside.resize(kChunk);
-        tls_filling = true;  // the filler's own stores (instrumented, in a test) are not kernel accesses
-        r.fill(lo, n, aside.data());
-        tls_filling = false;
         void* chunk = reinterpret_cast<void*>(r.start + lo);
-        if (mprotect(chunk, kChunk, PROT_READ | PROT_WRITE) != 0) {
-            // Out of memory mappings (each island of filled chunks is one): the whole range becomes
-            // ordinary memory, one mapping again; its chunks without contents read zeros, as they
-            // did before chunks were protected, where the compiler leaves an access unreported.
+        void* built = mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (built == MAP_FAILED) built = nullptr;
+        thread_local std::vector<unsigned char> aside;
+        if (!built) aside.resize(kChunk);
+        unsigned char* out = built ? static_cast<unsigned char*>(built) : aside.data();
+        tls_filling = true;  // the filler's own stores (instrumented, in a test) are not kernel accesses
+        r.fill(lo, n, out);
+        tls_filling = false;
+        if (!built || mremap(built, kChunk, kChunk, MREMAP_MAYMOVE | MREMAP_FIXED, chunk) == MAP_FAILED) {
+            // Out of memory mappings (each filled chunk is one): the whole range becomes ordinary
+            // memory, one mapping again; its chunks without contents read zeros, as they did before
+            // chunks were protected, where the compiler leaves an access unreported.
             mprotect(reinterpret_cast<void*>(r.start), chunk_span(r), PROT_READ | PROT_WRITE);
+            std::memcpy(chunk, out, n);
+            if (built) munmap(built, kChunk);
         }
-        std::memcpy(chunk, aside.data(), n);
         r.filled[c].store(1, std::memory_order_release);
     }
 }

@@ -172,4 +172,48 @@ TEST_F(Sampled, AReadTheCompilerDoesNotInstrumentStillSeesTheLazyContents) {
     cudaFree(x);
 }
 
+/// Block 0 announces each chunk in `progress` and then reads it first (it fills the chunk); block 1
+/// waits for the announcement, then a delay that varies from chunk to chunk, and reads the same
+/// chunk, so that its read lands at every point of the fill in turn. Both read through widen
+/// (uninstrumented); each value that is not the lazy contents counts in `wrong`.
+__global__ void read_while_filled(const __half* x, int64_t chunks, int* progress, int* wrong) {
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t at = c * 32768 + 32760;  // near the chunk's end: the last bytes a copy writes
+        if (blockIdx.x == 0) {
+            atomicExch(&progress[c], 1);
+        } else {
+            // Bounded: where one worker runs both blocks, block 0 has finished before block 1 starts.
+            for (int spin = 0; spin < (1 << 22) && atomicAdd(&progress[c], 0) == 0; ++spin) {
+            }
+            volatile unsigned delay = 0;
+            for (unsigned k = 0; k < (static_cast<unsigned>(c) * 2654435761u) % 200000u; ++k) delay = delay + k;
+        }
+        if (widen(x[at]) != static_cast<float>(at % 1000)) atomicAdd(wrong, 1);
+    }
+}
+
+TEST_F(Sampled, ReadsRacingAChunksFirstFillNeverSeeItEmpty) {
+    // A chunk is filled once, by whichever thread touches it first. An uninstrumented read by
+    // another thread while the chunk is being filled must see the contents, never the zeros of a
+    // chunk made readable before its contents are in (that gave a correct kernel a wrong y). The
+    // collision is a matter of timing: 2048 chunks give it many chances in one run.
+    const int64_t chunks = 2048;
+    const int64_t n = chunks * 32768;
+    __half* x = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(__half)), cudaSuccess);
+    emu::add_lazy_range(x, n * sizeof(__half),
+                        [](std::size_t offset, std::size_t bytes, unsigned char* out) {
+                            for (std::size_t i = 0; i < bytes; i += 2) {
+                                const __half v = __float2half(static_cast<float>((offset + i) / 2 % 1000));
+                                std::memcpy(out + i, &v, 2);
+                            }
+                        },
+                        nullptr, {});
+    emu_test::Buffer<int> progress(chunks), wrong(1);
+    read_while_filled<<<2, 1>>>(x, chunks, progress.d, wrong.d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(wrong.get()[0], 0) << "reads saw a chunk before its contents were in";
+    cudaFree(x);
+}
+
 }  // namespace
