@@ -121,6 +121,24 @@ std::vector<QkCase> layout_cases() {
     return v;
 }
 
+/// Heads longer than the usual 64 to 256 and shorter than the longest (the contract allows any
+/// head_dim up to 65536): every power of two from 1024 to 32768, 5 tokens of 3 heads (the last block
+/// of a many-heads-a-block shape holds spare lanes), and two long odd heads, where no vector width
+/// divides head_dim: the longest (65535), and 2^14 + 1 with each head's last element 256 (the rest
+/// below 2), so a sum of squares that stops one element short of a long head is far off.
+std::vector<QkCase> long_head_cases() {
+    std::vector<QkCase> v;
+    for (int64_t d = 1024; d <= 32768; d *= 2)
+        v.push_back({"head_dim_" + std::to_string(d), "head_dim " + std::to_string(d) + ", contiguous", 5, 3, d});
+    v.push_back({"odd_head_dim_max", "head_dim 65535, the longest odd head: no vector width divides it", 3, 2, 65535});
+    QkCase last{"odd_long_head_outlier_last",
+                "head_dim 16385 (2^14 + 1) whose last element is 256: the sum of squares must reach the head's end",
+                3, 2, 16385};
+    last.kind = InputKind::outlier_last;
+    v.push_back(last);
+    return v;
+}
+
 std::vector<QkCase> qk_cases() {
     const int64_t q128 = qkv_stride(32, 8, 128);
     const InputKind normal = InputKind::normal;
@@ -166,6 +184,7 @@ std::vector<QkCase> qk_cases() {
     repeat.repeat_call = true;
     v.push_back(repeat);
     for (const QkCase& c : layout_cases()) v.push_back(c);
+    for (const QkCase& c : long_head_cases()) v.push_back(c);
     return v;
 }
 
