@@ -261,7 +261,8 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
                       static_cast<unsigned>(ccz * s.cluster.z + r / (cx * cy))};
         b.arena = tls_arena.data() + r * u.arena_stride;
         b.poisoned = static_known;
-        fill_poison(b.arena, static_known);
+        fill_poison(b.arena, l.dynamic_bytes);
+        fill_poison(b.arena + l.static_start, static_known - l.static_start);
         b.epoch = ++tls_epoch;
         b.live = static_cast<int>(nt);
         b.at_barrier = 0;

@@ -277,7 +277,8 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
         l.spec = spec;
         l.body = &body;
         l.dynamic_bytes = spec.dynamic_smem;
-        l.static_end = spec.dynamic_smem;
+        l.static_start = static_shared_start(spec.dynamic_smem);
+        l.static_end = l.static_start;
         l.prerequisite = prerequisite.get();
         // A unit: one cluster of blocks (fiber mode), or a slice of a block (plain mode, where
         // per_unit counts slices).
@@ -306,7 +307,8 @@ Fault execute(const LaunchSpec& launch_spec, const std::function<void()>& body,
             else WorkerPool::instance().run([&] { worker(l, units, per_unit); });
         }
         if (!plain && !l.restart && traffic_recording() && !nested_in_trace)
-            end_launch_trace(l, units, sampled ? l.sample_writes.size() : units, l.static_end);
+            end_launch_trace(l, units, sampled ? l.sample_writes.size() : units,
+                             l.dynamic_bytes + (l.static_end - l.static_start));
         if (!l.restart) return l.fault;
         // A kernel declared with __cluster_dims__: run again with its clusters, as the GPU launches it.
         spec.cluster = l.restart_cluster;

@@ -258,6 +258,7 @@ inline __attribute__((always_inline)) void check_inline(const void* addr, std::s
     if (aligned_access && bytes > 1 && (a & (bytes - 1))) report_misaligned(a, bytes, write, pc);
     if (a - u->arena_lo < u->arena_span) {
         if (__builtin_expect(tls_trace != nullptr, 0)) trace_access(a, bytes, write, true, pc);
+        check_shared_bounds(*u, a - u->arena_lo, bytes, write, pc);
         if (!atomic) shared_access(*u, a - u->arena_lo, bytes, write, pc);
         else shared_unordered_access(a - u->arena_lo, bytes, write);  // atomics never race, but they write
         return;

@@ -25,6 +25,9 @@ struct LaunchState {
     std::size_t dynamic_bytes = 0;
     std::mutex mu;
     std::map<const void*, std::size_t> slots;  ///< static __shared__ declaration -> arena offset
+    /// Where the static slots begin: past the dynamic bytes and a guard (shared_guard_start) in
+    /// which every access faults, as one past the end of a block's shared memory does on a GPU.
+    std::size_t static_start = 0;
     std::size_t static_end = 0;
     std::atomic<uint64_t> next_unit{0};
     UnitOrder order;    ///< the order units are taken in (fiber mode)
@@ -145,5 +148,13 @@ extern thread_local EMU_FAST_TLS ThreadState* tls_thread;
 
 /// Checks one access to the running unit's shared memory against the race detector.
 void shared_access(UnitState& u, uintptr_t offset, std::size_t bytes, bool write, const void* pc);
+
+/// The arena offset of a launch's first static __shared__ slot: its dynamic bytes, then a guard
+/// (shared_memory.cpp).
+std::size_t static_shared_start(std::size_t dynamic_bytes);
+/// Faults an access that lands in the guard past the dynamic shared memory or past the last
+/// static slot: on a GPU, dynamic shared memory comes last, so both run off the end of the
+/// block's shared memory (shared_memory.cpp).
+void check_shared_bounds(const UnitState& u, uintptr_t offset, std::size_t bytes, bool write, const void* pc);
 
 }  // namespace emu

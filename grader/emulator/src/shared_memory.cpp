@@ -69,10 +69,38 @@ std::string shared_object_text(const UnitState& u, uintptr_t offset) {
         if (it == g_names.end() || local < start || local >= start + it->second.bytes) continue;
         return element_text(it->second.name, local - start, it->second.element, it->second.dims);
     }
-    return "byte " + std::to_string(local - l.dynamic_bytes) + " of the static __shared__ memory";
+    return "byte " + std::to_string(local - l.static_start) + " of the static __shared__ memory";
 }
 
+/// The guard between a block's dynamic and static shared memory: wider than any overrun of a
+/// row-sized staging array the lessons use, so that one lands in it rather than in a static slot.
+constexpr std::size_t kSharedGuard = std::size_t(16) << 10;
+
 }  // namespace
+
+std::size_t static_shared_start(std::size_t dynamic_bytes) { return (dynamic_bytes + 127) / 128 * 128 + kSharedGuard; }
+
+void check_shared_bounds(const UnitState& u, uintptr_t offset, std::size_t bytes, bool write, const void* pc) {
+    LaunchState& l = *u.launch;
+    const std::size_t local = offset % u.arena_stride;
+    const bool in_guard = local + bytes > l.dynamic_bytes && local < l.static_start;
+    if (!in_guard && local + bytes <= l.static_end) return;
+    std::size_t static_end;
+    {
+        std::lock_guard<std::mutex> lock(l.mu);  // a slot declared by another thread just now
+        static_end = l.static_end;
+    }
+    if (!in_guard && local + bytes <= static_end) return;
+    const std::string what =
+        in_guard ? "byte " + std::to_string(local - l.dynamic_bytes) + " past the end of the dynamic shared memory (" +
+                       std::to_string(l.dynamic_bytes) + " bytes, the launch's third <<<>>> argument)"
+                 : "byte " + std::to_string(local + bytes - static_end) + " past the end of the static __shared__ memory";
+    raise_fault(cudaErrorIllegalAddress,
+                "illegal address: " + where_now() + (write ? " writes " : " reads ") + std::to_string(bytes) +
+                    " bytes at " + what + at_line(pc) +
+                    ": a block's shared memory ends with its dynamic part, so on a GPU this access is out of range "
+                    "and the kernel stops with an illegal-address error");
+}
 
 thread_local EMU_FAST_TLS std::vector<unsigned char> tls_arena;
 
@@ -138,13 +166,13 @@ void* shared_slot(const void* key, std::size_t bytes, std::size_t align, const c
         }
     }
     const std::size_t end = offset + bytes;
-    const std::size_t total = end - l.dynamic_bytes;  // static bytes so far
+    const std::size_t total = end - l.static_start;  // static bytes so far
     if (total > DeviceLimits::static_smem)
         raise_fault(cudaErrorLaunchOutOfResources,
                     "too much static __shared__ memory: " + std::to_string(total) +
                         " bytes, more than the 48 KB a kernel may declare statically (use dynamic shared memory "
                         "and cudaFuncSetAttribute for more)");
-    if (end + l.dynamic_bytes > u->arena_stride)
+    if (total + l.dynamic_bytes > DeviceLimits::optin_smem)
         raise_fault(cudaErrorLaunchOutOfResources, "too much shared memory for one block");
     // A slot first seen in this block is poisoned now; known ones were poisoned at block start.
     if (end > b.poisoned) {
