@@ -134,18 +134,23 @@ __global__ void input_check_kernel(const T* data, Layout layout, RowList rows, V
     }
 }
 
+/// Counts element `e` when the layout does not own it and any of its bytes lost the marker.
+__device__ void check_padding_element(const unsigned char* data, const Layout& layout, int64_t e, int elem_size,
+                                      DeviceStats* stats) {
+    if (layout.owns(e)) return;
+    for (int b = 0; b < elem_size; ++b)
+        if (data[e * elem_size + b] != kMarkerByte) {
+            atomicAdd(&stats->bad, 1ull);
+            atomicMin(&stats->first, static_cast<unsigned long long>(e));
+            return;
+        }
+}
+
 /// Counts elements of the span that no row owns (padding) and whose bytes lost the marker.
 __global__ void padding_check_kernel(const unsigned char* data, Layout layout, int elem_size, DeviceStats* stats) {
     const int64_t n = layout.span();
-    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-        if (layout.owns(e)) continue;
-        for (int b = 0; b < elem_size; ++b)
-            if (data[e * elem_size + b] != kMarkerByte) {
-                atomicAdd(&stats->bad, 1ull);
-                atomicMin(&stats->first, static_cast<unsigned long long>(e));
-                break;
-            }
-    }
+    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+        check_padding_element(data, layout, e, elem_size, stats);
 }
 
 /// The same for the padding after each listed row only: up to the next row's first element (the
@@ -155,15 +160,8 @@ __global__ void padding_after_rows_kernel(const unsigned char* data, Layout layo
     for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < rows.count; k += int64_t(gridDim.x) * blockDim.x) {
         const int64_t r = rows[k];
         const int64_t end = r + 1 < layout.rows ? layout.offset(r + 1, 0) : layout.span();
-        for (int64_t e = layout.offset(r, layout.cols - 1) + 1; e < end; ++e) {
-            if (layout.owns(e)) continue;
-            for (int b = 0; b < elem_size; ++b)
-                if (data[e * elem_size + b] != kMarkerByte) {
-                    atomicAdd(&stats->bad, 1ull);
-                    atomicMin(&stats->first, static_cast<unsigned long long>(e));
-                    break;
-                }
-        }
+        for (int64_t e = layout.offset(r, layout.cols - 1) + 1; e < end; ++e)
+            check_padding_element(data, layout, e, elem_size, stats);
     }
 }
 
