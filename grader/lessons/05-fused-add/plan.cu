@@ -98,6 +98,13 @@ std::vector<FusedCase> fused_cases() {
         {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
         {"cols_gt_1024xwidth", "9000 columns, in place", 200, 9000, normal, true, true},
         {"cols_max_65536", "65536 columns, the longest row", 64, 65536},
+        {"cols_36000", "36000 columns, in place: rows past 32768 that a block's 1024 threads do not divide "
+         "(4500 vectors of 8 fp16, 9000 of 4 fp32), the last step of a row partly full",
+         3, 36000, normal, true, true},
+        {"odd_cols_max", "65535 columns, the longest odd row, in place: width 1, too long for registers", 5, 65535,
+         normal, true, true},
+        {"odd_long_rows_outlier_last", "16385 = 2^14 + 1 columns, each row's last element 256: a long odd row "
+         "whose end dominates its sum", 5, 16385, InputKind::outlier_last},
         {"misaligned_base", "every pointer one element past an aligned address, in place", 300, 4096, normal, true,
          true, 1},
         {"all_zero_rows", "every other row of x and residual is zero", 1000, 1024, InputKind::zero_rows},
