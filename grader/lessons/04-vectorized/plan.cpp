@@ -27,11 +27,31 @@ std::vector<RowsBenchSpec> bench_shapes([[maybe_unused]] bool full) {
     return v;
 }
 
+/// Cases of this lesson's kernels that the shared table does not reach: many rows of 4097 to 16384
+/// 16-bit columns whose last step is partly full, fp32 rows past 32768 columns in steps of 4096
+/// vectors the last of which is partly full, and long rows whose starts are not 16-byte aligned.
+std::vector<RowsCase> own_cases() {
+    RowsCase many{"many_rows_cols_9000", "300 rows of 9000 columns: more rows than the few-rows shapes take, each "
+                  "1125 16-byte vectors of fp16/bf16 (more than a block of 1024 threads holds once, fewer than twice)",
+                  300, 9000};
+    RowsCase last{"long_rows_outlier_last", "36000 columns, each row's last element 256: an fp32 row of 9000 "
+                  "16-byte vectors, past 32768 columns, whose end dominates its sum", 5, 36000,
+                  InputKind::outlier_last};
+    RowsCase odd{"odd_cols_max", "65535 columns, the longest odd row: width 1, rows starting at every "
+                 "alignment (peeled for fp16/bf16, streamed for fp32)", 5, 65535};
+    RowsCase mis{"misaligned_base_long_rows", "32768 columns, x, weight and y each one element past an aligned "
+                 "address: long rows peeled to their 16-byte boundaries", 3, 32768};
+    mis.x_mis = mis.w_mis = mis.y_mis = 1;
+    mis.strided_only = true;
+    return {many, last, odd, mis};
+}
+
 LessonPlan plan(const Submission& student, const Submission* reference, const PlanOptions& opt) {
     RowsLesson lesson;
     lesson.typed = true;
     lesson.long_rows = false;
     lesson.bench = &bench_shapes;
+    lesson.own_cases = &own_cases;
     return rows_plan(lesson, student, *reference, opt);
 }
 

@@ -41,23 +41,6 @@ RowsFn rows_fn(const RowsLesson& lesson, const Submission& s, DType dtype) {
     return typed_entry(s.table<api::StridedTable>(), dtype, [](auto fn) { return typed_rows_fn(fn); });
 }
 
-/// One row case. Strides and misalignment are only used by lessons that allow them.
-struct RowsCase {
-    std::string name;
-    std::string what;
-    int64_t rows, cols;
-    InputKind kind = InputKind::normal;
-    int64_t x_pad = 0, y_pad = 0;          ///< row stride = cols + pad
-    int64_t x_mis = 0, w_mis = 0, y_mis = 0;  ///< elements past an aligned address
-    float eps = 1e-5f;
-    int repeats = 2;
-    bool strided_only = false;  ///< needs strides or misalignment (lessons 4 and 8)
-    bool f16_only = false;
-    int64_t min_max_cols = 0;   ///< run only where the lesson accepts cols this large
-    bool repeat_call = false;   ///< called twice at the same addresses, new inputs in between
-    bool untyped_only = false;  ///< lessons 2 and 3 only (fp32 kernels whose grids are capped high)
-};
-
 GpuCall rows_call(const RowsCase& c, DType dtype, uint64_t seed, const RowsFn& fn) {
     GpuCall call;
     call.dtype = dtype;
@@ -232,6 +215,10 @@ LessonPlan rows_plan(const RowsLesson& lesson, const Submission& student, const 
     if (lesson.long_rows) {
         const auto more = long_row_cases();
         cases.insert(cases.end(), more.begin(), more.end());
+    }
+    if (lesson.own_cases) {
+        const auto own = lesson.own_cases();
+        cases.insert(cases.end(), own.begin(), own.end());
     }
     for (const RowsCase& c : cases) {
         if (c.strided_only && !typed) continue;
