@@ -48,7 +48,8 @@ __global__ void static_overrun_kernel(float* out) {
     slots[threadIdx.x % 8] = 1.0f;
     __syncthreads();
     volatile int past = 8;  // not folded: the compiler would reject a constant index past the end
-    out[threadIdx.x] = slots[past + threadIdx.x % 8];
+    const float* base = slots;  // through a pointer: the array-bounds check (test_array_bounds.cu) sees no array
+    out[threadIdx.x] = base[past + threadIdx.x % 8];
 }
 
 TEST_F(Emulator, AReadPastTheLastStaticSlotIsAnIllegalAddress) {
