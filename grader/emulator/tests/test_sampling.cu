@@ -144,12 +144,8 @@ __device__ __attribute__((noinline)) float widen(__half h) { return __half2float
 
 __global__ void widen_at(const __half* x, int64_t at, float* out) { *out = widen(x[at]); }
 
-TEST_F(Sampled, AReadTheCompilerDoesNotInstrumentStillSeesTheLazyContents) {
-    // 2^20 halves, each holding its index modulo 1000; the read lands at a chunk's first byte, the
-    // chunk untouched before (as the last element of a row after the row's instrumented loads).
-    const int64_t n = int64_t(1) << 20;
-    __half* x = nullptr;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(__half)), cudaSuccess);
+/// Makes the n halves at x a lazy range whose element i holds i modulo 1000.
+void add_lazy_halves(__half* x, int64_t n) {
     emu::add_lazy_range(x, n * sizeof(__half),
                         [](std::size_t offset, std::size_t bytes, unsigned char* out) {
                             for (std::size_t i = 0; i < bytes; i += 2) {
@@ -158,6 +154,15 @@ TEST_F(Sampled, AReadTheCompilerDoesNotInstrumentStillSeesTheLazyContents) {
                             }
                         },
                         nullptr, {});
+}
+
+TEST_F(Sampled, AReadTheCompilerDoesNotInstrumentStillSeesTheLazyContents) {
+    // 2^20 halves, each holding its index modulo 1000; the read lands at a chunk's first byte, the
+    // chunk untouched before (as the last element of a row after the row's instrumented loads).
+    const int64_t n = int64_t(1) << 20;
+    __half* x = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(__half)), cudaSuccess);
+    add_lazy_halves(x, n);
     float* out = nullptr;
     ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(float)), cudaSuccess);
     const int64_t at = 5 * 32768;  // 64 KiB chunks of halves: the first element of the sixth
@@ -201,14 +206,7 @@ TEST_F(Sampled, ReadsRacingAChunksFirstFillNeverSeeItEmpty) {
     const int64_t n = chunks * 32768;
     __half* x = nullptr;
     ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(__half)), cudaSuccess);
-    emu::add_lazy_range(x, n * sizeof(__half),
-                        [](std::size_t offset, std::size_t bytes, unsigned char* out) {
-                            for (std::size_t i = 0; i < bytes; i += 2) {
-                                const __half v = __float2half(static_cast<float>((offset + i) / 2 % 1000));
-                                std::memcpy(out + i, &v, 2);
-                            }
-                        },
-                        nullptr, {});
+    add_lazy_halves(x, n);
     emu_test::Buffer<int> progress(chunks), wrong(1);
     read_while_filled<<<2, 1>>>(x, chunks, progress.d, wrong.d);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
