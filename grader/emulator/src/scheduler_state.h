@@ -25,7 +25,7 @@ struct LaunchState {
     std::size_t dynamic_bytes = 0;
     std::mutex mu;
     std::map<const void*, std::size_t> slots;  ///< static __shared__ declaration -> arena offset
-    /// Where the static slots begin: past the dynamic bytes and a guard (shared_guard_start) in
+    /// Where the static slots begin: past the dynamic bytes and a guard (static_shared_start) in
     /// which every access faults, as one past the end of a block's shared memory does on a GPU.
     std::size_t static_start = 0;
     std::size_t static_end = 0;
