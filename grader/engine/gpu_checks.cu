@@ -2,6 +2,7 @@
 /// @brief Fill, poison, oracle and write-check kernels of the grader.
 #include "engine/gpu_checks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -20,6 +21,8 @@ namespace {
 
 constexpr int kThreads = kCheckThreads;
 constexpr auto grid_for = check_grid_for;
+/// Rows whose oracle statistics compare_output holds at once (24 bytes each: 1.6 GB).
+constexpr int64_t kCompareChunkRows = int64_t(1) << 26;
 
 /// Calls f with a value of the C++ type that `dtype` names.
 template <typename F>
@@ -59,12 +62,15 @@ __global__ void poison_kernel(typename Poison<T>::Bits* data, Layout layout) {
         data[layout.offset(i / layout.cols, i % layout.cols)] = Poison<T>::bits;
 }
 
-/// The rows a check visits: rows[0 .. count) when `rows` is set (a sampled call on the CPU
-/// emulator), else every row 0 .. count.
+/// The rows a check visits: rows[first .. first + count) when `rows` is set (a sampled call on the
+/// CPU emulator), else rows first .. first + count.
 struct RowList {
     const int64_t* rows = nullptr;
     int64_t count = 0;
-    WB_HD int64_t operator[](int64_t k) const { return rows ? rows[k] : k; }
+    int64_t first = 0;  ///< where this part of a longer list starts (compare_output's chunks)
+    WB_HD int64_t operator[](int64_t k) const { return rows ? rows[first + k] : first + k; }
+    /// Entries from..from + n of this list.
+    RowList part(int64_t from, int64_t n) const { return RowList{rows, n, first + from}; }
 };
 
 template <typename T>
@@ -114,7 +120,8 @@ __global__ void compare_kernel(OracleProblem p, int64_t cols, Layout layout, Row
             atomicAdd(&stats->bad, 1ull);
             if (is_poison(v)) atomicAdd(&stats->unwritten, 1ull);
             else if (got != got) atomicAdd(&stats->nan, 1ull);  // a NaN the kernel wrote
-            atomicMin(&stats->first, static_cast<unsigned long long>(i));
+            // The index in the whole list, not in this chunk of it.
+            atomicMin(&stats->first, static_cast<unsigned long long>(rows.first * cols + i));
         }
     }
 }
@@ -286,19 +293,25 @@ CompareResult compare_output(const OracleProblem& p, DType dtype, const DeviceTe
     result.total = static_cast<uint64_t>(checked) * static_cast<uint64_t>(cols);
     if (checked == 0) return result;
     StatsBuffer stats(stream);
+    // The oracle's statistics, a chunk of rows at a time: 24 bytes a row would be 103 GB for
+    // lesson 6's 2^32 + 1 heads, more than the device holds beside the tensor.
+    const int64_t chunk = std::min<int64_t>(checked, kCompareChunkRows);
     RowStats* row_stats = nullptr;
-    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * checked, stream));
-    with_activation_type(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        oracle_stats_kernel<T><<<grid_for(checked), kThreads, 0, stream>>>(p, rows.list(), row_stats);
-        with_type(y.dtype(), [&](auto stored) {
-            using S = decltype(stored);
-            compare_kernel<T, S><<<grid_for(checked * cols), kThreads, 0, stream>>>(
-                p, cols, y.layout(), rows.list(), static_cast<const S*>(y.data()), row_stats, kind, result.tol,
-                stats.get());
+    WB_CUDA_CHECK(cudaMallocAsync(&row_stats, sizeof(RowStats) * chunk, stream));
+    for (int64_t from = 0; from < checked; from += chunk) {
+        const RowList part = rows.list().part(from, std::min(chunk, checked - from));
+        with_activation_type(dtype, [&](auto tag) {
+            using T = decltype(tag);
+            oracle_stats_kernel<T><<<grid_for(part.count), kThreads, 0, stream>>>(p, part, row_stats);
+            with_type(y.dtype(), [&](auto stored) {
+                using S = decltype(stored);
+                compare_kernel<T, S><<<grid_for(part.count * cols), kThreads, 0, stream>>>(
+                    p, cols, y.layout(), part, static_cast<const S*>(y.data()), row_stats, kind, result.tol,
+                    stats.get());
+            });
         });
-    });
-    WB_CUDA_CHECK(cudaGetLastError());
+        WB_CUDA_CHECK(cudaGetLastError());
+    }
     WB_CUDA_CHECK(cudaFreeAsync(row_stats, stream));
     const DeviceStats s = stats.read();
     result.bad = s.bad;
