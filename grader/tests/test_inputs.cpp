@@ -59,6 +59,28 @@ TEST(Inputs, ZeroRowsAndNanAreWhereAsked) {
     EXPECT_FALSE(std::isnan(raw_value(s, 6, 5, 64)));
 }
 
+TEST(Inputs, CombMakesEveryColumnAnOutlierInExactlyOneRow) {
+    ValueSpec s{13, 0};
+    s.outlier = 256.0f;
+    s.comb_period = 8;
+    const int64_t cols = 61;  // not a multiple of the period: each row's last outlier sits elsewhere
+    for (int64_t c = 0; c < cols; ++c) {
+        int rows_with_outlier = 0;
+        for (int64_t r = 0; r < 8; ++r) {
+            const float v = std::fabs(raw_value(s, r, c, cols));
+            if (c % 8 == r) {
+                EXPECT_EQ(v, 256.0f) << "row " << r << " col " << c;
+                ++rows_with_outlier;
+            } else {
+                EXPECT_LT(v, 2.0f) << "row " << r << " col " << c;
+            }
+        }
+        EXPECT_EQ(rows_with_outlier, 1) << "col " << c;
+        // The pattern repeats every comb_period rows.
+        EXPECT_EQ(std::fabs(raw_value(s, 8 + c % 8, c, cols)), 256.0f);
+    }
+}
+
 TEST(Inputs, WeightDependsOnColumnOnly) {
     ValueSpec w{5, 7, 0.25f, 2.0f, true};
     for (int64_t c = 0; c < 50; ++c) EXPECT_EQ(raw_value(w, 0, c, 50), raw_value(w, 999, c, 50));

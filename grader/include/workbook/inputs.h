@@ -66,6 +66,9 @@ struct ValueSpec {
     float offset = 0.0f;      ///< added to every value: a row mean far from zero (LayerNorm's hard case)
     float outlier = 0.0f;     ///< non-zero: one element per row (a column hashed from the row) has this magnitude
     bool outlier_last = false;  ///< with `outlier`: the row's last column holds it, not a hashed one
+    /// With `outlier`: every column c with c % comb_period == row % comb_period holds it, not one
+    /// column (0: one). Over comb_period rows every column is an outlier in exactly one row.
+    int64_t comb_period = 0;
     int32_t e4m3_values = 0;  ///< lesson 11: 1 every value an e4m3 number, 2 a midpoint of two e4m3
                               ///< neighbours; either way one element per row is ±448
 };
@@ -104,11 +107,13 @@ WB_HD WB_PURE inline float raw_value(const ValueSpec& s, int64_t row, int64_t co
                                      : static_cast<uint64_t>(row) * static_cast<uint64_t>(cols) + col;
     const uint64_t h = mix64(s.seed ^ mix64(0x5bd1e995ull * (s.tensor + 1) + index));
     if (!s.per_col && (s.outlier != 0.0f || s.e4m3_values != 0)) {
-        // The row's special column: its outlier, or its ±448.
+        // The row's special column (or columns, a comb): its outlier, or its ±448.
         const uint64_t special = mix64(s.seed ^ mix64(0x2545f491ull * (s.tensor + 1) + static_cast<uint64_t>(row)));
         const int64_t special_col =
             s.outlier_last ? cols - 1 : static_cast<int64_t>(special % static_cast<uint64_t>(cols));
-        if (col == special_col) {
+        const bool special_here =
+            s.comb_period > 0 ? col % s.comb_period == row % s.comb_period : col == special_col;
+        if (special_here) {
             const float m = s.e4m3_values != 0 ? 448.0f : s.outlier;
             return (h & 1) ? -m : m;
         }

@@ -38,6 +38,9 @@ enum class InputKind {
     huge,       ///< magnitudes in [30000, 65504]: fp16 squares overflow an fp16 accumulator
     small,      ///< magnitudes below 0.01, where eps matters
     outlier_last,  ///< each row's last element 256 (the rest below 2): a sum that skips the row's end is far off
+    /// in row r every column c with c % rows == r % rows is 256 (the rest below 2): over the rows, every
+    /// column dominates one row, so an element counted twice or skipped anywhere leaves some row far off
+    comb,
 };
 
 /// The input x (or residual, with another `tensor` id) of a case.
@@ -60,6 +63,10 @@ inline ValueSpec input_spec(InputKind kind, uint64_t seed, uint32_t tensor, int6
         case InputKind::outlier_last:
             s.outlier = 256.0f;
             s.outlier_last = true;
+            break;
+        case InputKind::comb:
+            s.outlier = 256.0f;
+            s.comb_period = rows;
             break;
     }
     return s;
