@@ -14,8 +14,8 @@
  * fused qkv tensor, x_token_stride = (heads + 2 * kv_heads) * head_dim and
  * x_head_stride = head_dim; the k and v parts between tokens are not yours: never write
  * them. y is either exactly x (same pointer and strides: in place) or does not overlap it.
- * tokens, heads >= 0 (either 0 launches nothing, returns cudaSuccess); head_dim 1..65536
- * (usually 64, 128 or 256; odd must work). Pointers and strides may be aligned to the
+ * tokens, heads >= 0 (either 0 launches nothing, returns cudaSuccess; tokens * heads may pass
+ * 2^32); head_dim 1..65536 (usually 64, 128 or 256; odd must work). Pointers and strides may be aligned to the
  * element size only. Launch on `stream` only and return the launch's error code.
  *
  * As shipped it compiles and launches a kernel that writes nothing, so every case fails.

@@ -136,6 +136,36 @@ std::vector<QkCase> long_head_cases() {
                 3, 2, 16385};
     last.kind = InputKind::outlier_last;
     v.push_back(last);
+    QkCase comb{"long_heads_every_element_dominant",
+                "64 heads of 32767 (2^15 - 1): in head h every element at a position p with p % 64 = h % 64 is 256 "
+                "(the rest below 2), so each position dominates one head: an element counted twice or skipped "
+                "anywhere leaves that head far off",
+                8, 8, 32767};
+    comb.kind = InputKind::comb;
+    v.push_back(comb);
+    return v;
+}
+
+/// The 32-bit head index at its limits, with heads of one element (the smallest tensor that
+/// reaches them), in place and in fp16 only: 2^32 - 1 heads, the most whose every index and count
+/// fit 32 bits, and 2^32 + 1, the fewest with a head index (2^32) past 32 bits. 8 GiB each, one
+/// repetition. On the CPU emulator both run on a sample of blocks (docs/emulator.md).
+std::vector<QkCase> head_index_limit_cases() {
+    QkCase below{"heads_2pow32_minus_1",
+                 "2^32 - 1 heads of one element (65537 tokens of 65535 heads), in place: the most a 32-bit head "
+                 "index and count hold",
+                 65537, 65535, 1};
+    QkCase past{"heads_2pow32_plus_1",
+                "2^32 + 1 heads of one element (641 tokens of 6700417 heads), in place: the last head's index, "
+                "2^32, needs 33 bits",
+                641, 6700417, 1};
+    std::vector<QkCase> v;
+    for (QkCase c : {below, past}) {
+        c.in_place = true;
+        c.f16_only = true;
+        c.repeats = 1;
+        v.push_back(c);
+    }
     return v;
 }
 
@@ -185,6 +215,7 @@ std::vector<QkCase> qk_cases() {
     v.push_back(repeat);
     for (const QkCase& c : layout_cases()) v.push_back(c);
     for (const QkCase& c : long_head_cases()) v.push_back(c);
+    for (const QkCase& c : head_index_limit_cases()) v.push_back(c);
     return v;
 }
 
