@@ -1,0 +1,117 @@
+"""scripts/traffic-calibration: the calibration set (issue 34, part 3) and its emulated predictions,
+made one at a time or --jobs at once. A stand-in grade command answers instantly, so nothing is compiled."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
+from workbook.known_bad import KnownBad  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "scripts", "traffic-calibration")
+
+# Writes a made-up report to --json and logs its start and end. A variant (not a solution) waits
+# until another grade is running at the same time, or FAKE_WAIT seconds, and logs whether it saw one.
+FAKE_GRADE = textwrap.dedent("""\
+    import json, os, sys, time
+    args = sys.argv[1:]
+    out = args[args.index("--json") + 1]
+    name = os.path.basename(out)
+    log, running = os.environ["FAKE_LOG"], os.environ["FAKE_RUNNING"]
+    def note(event, **more):
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(name=name, event=event, emulate="--emulate" in args, **more)) + "\\n")
+    note("start")
+    mine = os.path.join(running, str(os.getpid()))
+    open(mine, "w").close()
+    saw_peer = False
+    if "solution" not in name:
+        deadline = time.time() + float(os.environ["FAKE_WAIT"])
+        while not saw_peer and time.time() < deadline:
+            saw_peer = len(os.listdir(running)) > 1
+            time.sleep(0.05)
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"verdict": "pass", "predicted_gate": {"verdict": "fail-gate", "reason": "too few blocks",
+                                                          "shapes": [{"ratio": 0.5}]}}, f)
+    note("end", saw_peer=saw_peer)
+    os.remove(mine)
+""")
+
+
+class CalibrationSetTests(unittest.TestCase):
+    def test_at_least_40_files_and_every_slow_variant_expects_pass_or_fail_gate(self):
+        proc = subprocess.run([sys.executable, SCRIPT, "--list"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        lines = proc.stdout.strip().splitlines()
+        self.assertGreaterEqual(len(lines), 40, proc.stdout)
+        variants = glob.glob(os.path.join(ROOT, "grader", "lessons", "*", "slow_variants", "*.bad"))
+        self.assertGreaterEqual(len(variants), 26)
+        for path in variants:
+            bad = KnownBad(path)
+            self.assertIn(bad.verdict, ("pass", "fail-gate"), path)
+            self.assertTrue(2 <= bad.lesson <= 11, path)
+        # Every lesson from 2 to 11 has slow variants of its own.
+        self.assertEqual({KnownBad(p).lesson for p in variants}, set(range(2, 12)))
+
+
+class EmulatedPredictionTests(unittest.TestCase):
+    def run_script(self, tmp, *args, wait=20.0):
+        fake = os.path.join(tmp, "fake_grade.py")
+        with open(fake, "w", encoding="utf-8") as f:
+            f.write(FAKE_GRADE)
+        running = os.path.join(tmp, "running")
+        os.makedirs(running, exist_ok=True)
+        env = dict(os.environ, TRAFFIC_CALIBRATION_GRADE=fake, FAKE_LOG=os.path.join(tmp, "log"),
+                   FAKE_RUNNING=running, FAKE_WAIT=str(wait))
+        proc = subprocess.run([sys.executable, SCRIPT, "--emulated", os.path.join(tmp, "emu"), "--lessons", "2",
+                               *args], capture_output=True, text=True, timeout=300, env=env)
+        events = []
+        if os.path.exists(os.path.join(tmp, "log")):
+            with open(os.path.join(tmp, "log"), encoding="utf-8") as f:
+                events = [json.loads(line) for line in f]
+        return proc.returncode, proc.stdout + proc.stderr, events
+
+    def test_jobs_grade_at_once_after_the_solution_and_keep_every_report(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, events = self.run_script(tmp, "--jobs", "8")
+            self.assertEqual(code, 0, text)
+            starts = [e["name"] for e in events if e["event"] == "start"]
+            variants = [n for n in starts if "solution" not in n]
+            self.assertGreaterEqual(len(variants), 2, events)
+            self.assertEqual(len(starts), len(set(starts)), "a file was graded twice")
+            self.assertTrue(all(e["emulate"] for e in events))
+            # The solution (which compiles the reference) ends before any variant of its lesson starts.
+            solution_end = next(i for i, e in enumerate(events)
+                                if e["event"] == "end" and e["name"] == "lesson2-solution.emu.json")
+            first_variant = next(i for i, e in enumerate(events) if e["event"] == "start" and e["name"] in variants)
+            self.assertLess(solution_end, first_variant, events)
+            self.assertTrue(any(e.get("saw_peer") for e in events), "no two grades ran at once")
+            for name in starts:
+                self.assertTrue(os.path.exists(os.path.join(tmp, "emu", name)), name)
+            self.assertIn("predicted fail-gate", text)
+            # Kept reports are not graded again.
+            code, text, events_again = self.run_script(tmp, "--jobs", "8")
+            self.assertEqual(code, 0, text)
+            self.assertEqual(len(events_again), len(events), "kept predictions were graded again")
+
+    def test_one_at_a_time_by_default(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, events = self.run_script(tmp, wait=0.3)
+            self.assertEqual(code, 0, text)
+            self.assertFalse(any(e.get("saw_peer") for e in events), "grades overlapped without --jobs")
+            self.assertEqual(text.count("predicted fail-gate"), len([e for e in events if e["event"] == "start"]))
+
+    def test_jobs_below_one_is_a_usage_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, _ = self.run_script(tmp, "--jobs", "0")
+            self.assertEqual(code, 2, text)
+            self.assertIn("--jobs needs 1 or more", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
