@@ -99,6 +99,21 @@ class EmulatedPredictionTests(unittest.TestCase):
             self.assertEqual(code, 0, text)
             self.assertEqual(len(events_again), len(events), "kept predictions were graded again")
 
+    def test_a_report_made_from_other_source_text_is_graded_again(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, events = self.run_script(tmp, "--jobs", "8")
+            self.assertEqual(code, 0, text)
+            stamp = os.path.join(tmp, "emu", "lesson2-uncoalesced_lanes.source.sha256")
+            with open(stamp, "w", encoding="utf-8") as f:
+                f.write("0" * 64 + "\n")
+            os.remove(os.path.join(tmp, "log"))
+            code, text, events = self.run_script(tmp, "--jobs", "8", wait=0.3)
+            self.assertEqual(code, 0, text)
+            self.assertEqual([e["name"] for e in events if e["event"] == "start"],
+                             ["lesson2-uncoalesced_lanes.emu.json"])
+            with open(stamp, encoding="utf-8") as f:
+                self.assertNotEqual(f.read().strip(), "0" * 64)
+
     def test_one_at_a_time_by_default(self):
         with tempfile.TemporaryDirectory() as tmp:
             code, text, events = self.run_script(tmp, wait=0.3)
