@@ -17,8 +17,8 @@ set(WB_ENGINE_DEVICE_SOURCES
   ${_g}/engine/device_tensor.cu)
 set(WB_ENGINE_SOURCES ${WB_ENGINE_HOST_SOURCES} ${WB_ENGINE_DEVICE_SOURCES})
 
-# Launch interception on the GPU: hooks exported to the submissions' libraries.
-set(WB_LAUNCH_GPU_SOURCES ${_g}/launch/launch_hooks.cpp)
+# GPU only: launch interception (hooks exported to the submissions' libraries) and fenced tensors.
+set(WB_LAUNCH_GPU_SOURCES ${_g}/launch/launch_hooks.cpp ${_g}/engine/fenced_memory.cu)
 set(WB_BENCH_SOURCES ${_g}/bench/bench_runner.cpp ${_g}/bench/gate_reason.cpp ${_g}/bench/clock_sampler.cpp)
 set(WB_REMOTE_SOURCES
   ${_g}/remote/remote_channel.cpp ${_g}/remote/shared_buffers.cu ${_g}/remote/remote_student.cu

@@ -26,6 +26,7 @@
 #include "engine/launch_guard.h"
 #include "engine/lesson_registry.h"
 #include "app/option_reader.h"
+#include "engine/fenced_memory.h"
 #include "remote/remote_student.h"
 #include "report/run_report.h"
 #include "remote/submission_host.h"
@@ -285,6 +286,7 @@ int grade(const Args& args) {
             student = std::make_unique<Submission>(args.student, args.lesson);
             if (info->needs_gpu) {
                 if (args.reference.empty()) throw std::runtime_error("--reference is required for GPU lessons");
+                install_fenced_memory();  // running off a tensor's end faults, as on the emulator
                 reference = std::make_unique<Submission>(args.reference, args.lesson);
             }
         }
