@@ -24,8 +24,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1024 * 1024
-DIAG = re.compile(r"remote-diag side=(\d+) calls=(\d+) clock_ms=([\d.]+) their_events_ms=([\d.]+) "
-                  r"prelude_ms=([\d.]+) send_to_done_ms=([\d.]+)")
+DIAG = re.compile(r"remote-diag side=(\d+) calls=(\d+) groups=(\d+) clock_ms=([\d.]+) their_events_ms=([\d.]+) "
+                  r"gate_ms=([\d.]+) own_ms=([\d.]+) send_to_done_ms=([\d.]+)")
 
 
 def _grader_and_library(build, lesson_name):
@@ -80,13 +80,13 @@ def _read(path):
 
 
 def _diag(log_path):
-    """{calls: [(clock, their events, prelude, send to done) ms, ...]} from a stream run's log."""
+    """{calls: [(groups, clock, their events, gate, own, send to done) ms, ...]} from a stream run's log."""
     out = {}
     with open(log_path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = DIAG.search(line)
             if m and m.group(1) == "0":  # the student side (the reference served as a student)
-                out.setdefault(int(m.group(2)), []).append(tuple(float(m.group(i)) for i in range(3, 7)))
+                out.setdefault(int(m.group(2)), []).append(tuple(float(m.group(i)) for i in range(3, 9)))
     return out
 
 
@@ -189,16 +189,19 @@ def markdown(data, diags):
                  for c in data["clocks"][w]]
         lines.append(f"- {w}: " + ", ".join(shown))
     if diags:
-        lines += ["", "Where a stream-clock batch's time goes (medians, ms): the grader's clock; the serving process's "
-                  "own events around its launches (not trusted, a diagnostic); the grader's poison and L2 clear "
-                  "before the clock; and the wall time from sending the batch to its last answer.", "",
-                  "| launches a batch | batches | clock | their events | clock − theirs | prelude | send to done |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += ["", "Where a stream-clock batch's time goes (medians per batch, ms): the grader's clocks summed over "
+                  "the batch's groups; the gate's own time taken off them (measured by empty groups through the "
+                  "reference's process); the serving process's own events around its launches (not trusted, a "
+                  "diagnostic); the grader's own work between the clocks (poison, L2 clears); and the wall time "
+                  "from sending the batch to its last answer.", "",
+                  "| launches a batch | groups | batches | clocks | gate | clocks − gate | their events | own work "
+                  "| send to done |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for calls in sorted(diags):
             rows = diags[calls]
-            med = [statistics.median(x[i] for x in rows) for i in range(4)]
-            lines.append(f"| {calls} | {len(rows)} | {med[0]:.3f} | {med[1]:.3f} | "
-                         f"{statistics.median(x[0] - x[1] for x in rows):.3f} | {med[2]:.3f} | {med[3]:.3f} |")
+            med = [statistics.median(x[i] for x in rows) for i in range(6)]
+            net = statistics.median(x[1] - x[3] for x in rows)
+            lines.append(f"| {calls} | {med[0]:.0f} | {len(rows)} | {med[1]:.3f} | {med[3]:.3f} | {net:.3f} | "
+                         f"{med[2]:.3f} | {med[4]:.3f} | {med[5]:.3f} |")
     return "\n".join(lines) + "\n"
 
 

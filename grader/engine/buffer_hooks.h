@@ -14,6 +14,7 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "workbook/cuda_check.h"
 
@@ -21,12 +22,20 @@ namespace workbook {
 
 /// A timed batch of remote calls: the grader's own work on each side of the clock, and what it measured.
 struct TimedBatch {
-    /// Enqueued on the grader's stream before the clock starts (outputs poisoned, L2 cleared).
+    /// Launches per timed group (the one-process timing's launches per event pair); the batch's
+    /// launches (TimedCall's, marked with BufferHooks::mark_launch) are timed group by group.
+    int group = 1;
+    /// Enqueued on the grader's stream before the clock starts (outputs poisoned).
     std::function<void(cudaStream_t)> before_clock;
-    /// Enqueued on the grader's stream right after the clock stops (what the launches left unwritten).
+    /// Enqueued on the grader's stream before each group's clock (L2 cleared).
+    std::function<void(cudaStream_t)> before_each;
+    /// Enqueued on the grader's stream right after the last clock stops (what the launches left unwritten).
     std::function<void(cudaStream_t)> after_clock;
-    double seconds = 0;          ///< the batch, by the grader's clock
-    std::string clock;           ///< "stream" (the grader's events, the other process gated on the GPU) or "wall"
+    /// Per group: its seconds by the grader's clock (less the gate's own calibrated time) and its launches.
+    std::vector<double> group_seconds;
+    std::vector<int> group_launches;
+    double own_seconds = 0;  ///< "stream": the grader's own work between the clocks (poison, L2 clears)
+    std::string clock;       ///< "stream" (the grader's events, the other process gated on the GPU) or "wall"
 };
 
 /// Set by remote grading; empty members mean the one-process defaults.
@@ -36,8 +45,10 @@ struct BufferHooks {
     /// Remote grading: calls made between begin_batch and end_batch are sent together and run back to
     /// back in the other process; end_batch runs the batch's grader-side work and fills its timing.
     void (*begin_batch)() = nullptr;
+    void (*mark_launch)() = nullptr;  ///< one launch's calls end here (a call may take several)
     void (*end_batch)(cudaStream_t stream, TimedBatch& batch) = nullptr;
     std::string clock_used;  ///< the clock of the latest timed batch (TimedBatch::clock), for the report
+    double gate_seconds = 0;  ///< "stream": the gate's own time, calibrated and taken off every group
 };
 
 /// The hooks in force (one per process).

@@ -33,20 +33,28 @@ struct HostState {
         return stream;
     }
 
-    /// Events around a timed batch's launches in this process: shown as a diagnostic, never trusted.
-    cudaEvent_t marks[2] = {};
-    void mark(int i, cudaStream_t s) {
-        if (!marks[i]) cudaEventCreate(&marks[i]);
+    /// Events around each group of a timed batch's launches in this process: shown as a diagnostic,
+    /// never trusted.
+    std::vector<cudaEvent_t> marks;
+    void mark(size_t i, cudaStream_t s) {
+        while (marks.size() <= i) {
+            marks.emplace_back();
+            cudaEventCreate(&marks.back());
+        }
         cudaEventRecord(marks[i], s);
     }
-    /// Seconds between the two marks, once both are done (0 when they cannot be read).
-    double marked_seconds() {
-        float ms = 0;
-        if (!marks[0] || !marks[1] || cudaEventElapsedTime(&ms, marks[0], marks[1]) != cudaSuccess) {
-            cudaGetLastError();
-            return 0;
+    /// Seconds inside the marks of `groups` groups, once they are done (0 when they cannot be read).
+    double marked_seconds(size_t groups) {
+        double total = 0;
+        for (size_t g = 0; g < groups && 2 * g + 1 < marks.size(); ++g) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, marks[2 * g], marks[2 * g + 1]) != cudaSuccess) {
+                cudaGetLastError();
+                return 0;
+            }
+            total += ms * 1e-3;
         }
-        return ms * 1e-3;
+        return total;
     }
 };
 

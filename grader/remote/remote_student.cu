@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "engine/buffer_hooks.h"
 #include "engine/launch_guard.h"
@@ -21,6 +23,7 @@
 #include "remote/shared_buffers.h"
 #include "remote/stream_gate.h"
 #include "workbook/cuda_check.h"
+#include "workbook/gate.h"
 
 namespace workbook::remote {
 namespace {
@@ -34,6 +37,8 @@ struct Link {
     bool batching = false;
     uint32_t queued = 0;
     Writer batch;
+    /// Where each launch of the batch ends: calls queued and bytes of `batch` by then.
+    std::vector<std::pair<uint32_t, uint32_t>> launch_ends;
     std::string who;  ///< "your code's process" or "the reference's process"
 };
 
@@ -72,6 +77,15 @@ void begin_batch() {
         l.batching = l.channel != nullptr;
         l.queued = 0;
         l.batch.clear();
+        l.launch_ends.clear();
+    }
+}
+
+void mark_launch() {
+    for (Link& l : g_links) {
+        const uint32_t before = l.launch_ends.empty() ? 0 : l.launch_ends.back().first;
+        if (l.batching && l.queued > before)
+            l.launch_ends.emplace_back(l.queued, static_cast<uint32_t>(l.batch.bytes().size()));
     }
 }
 
@@ -96,6 +110,7 @@ void check_result(Reader& r) {
 /// the other process's graph launch are inside it.
 void wall_batch(Link& l, cudaStream_t stream, TimedBatch& batch) {
     batch.before_clock(stream);
+    batch.before_each(stream);
     WB_CUDA_CHECK(cudaStreamSynchronize(stream));
     Writer w;
     w.put<uint32_t>(l.queued);
@@ -103,20 +118,36 @@ void wall_batch(Link& l, cudaStream_t stream, TimedBatch& batch) {
     const auto start = std::chrono::steady_clock::now();
     send(l, Kind::batch, w);
     const Message m = await_reply(l);
-    batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    batch.group_seconds = {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+    batch.group_launches = {static_cast<int>(std::max<size_t>(1, l.launch_ends.size()))};
     batch.after_clock(stream);
     batch.clock = "wall";
     Reader r(m.body);
     check_result(r);
 }
 
-/// Where the timed batches' go and done words live: one small buffer shared with both processes,
-/// four words per side (go, done), counting batches.
+/// The words the timed batches are gated on, in one small buffer shared with both processes: per
+/// side a go and a done word (16 bytes apart), and a word only the grader's own streams use.
 struct GateWords {
     uint32_t* words = nullptr;
     uint64_t id = 0, offset = 0;
-    uint32_t count = 0;
-    cudaEvent_t marks[3] = {};  ///< before the grader's own work, clock start, clock stop
+    uint32_t count = 0;      ///< gate values handed out so far (every group takes one)
+    uint32_t holds = 0;      ///< the grader's own hold word's last value
+    cudaStream_t side = nullptr;  ///< a stream of the grader's that releases the hold
+    std::vector<cudaEvent_t> marks;
+    std::vector<double> calibration;  ///< the gate's own time, each empty group's, seconds
+    uint32_t batches = 0;
+
+    cudaEvent_t mark(size_t i) {
+        while (marks.size() <= i) {
+            marks.emplace_back();
+            WB_CUDA_CHECK(cudaEventCreate(&marks.back()));
+        }
+        return marks[i];
+    }
+    uint32_t* go(int side_index) { return words + 4 * side_index; }
+    uint32_t* done(int side_index) { return words + 4 * side_index + 1; }
+    uint32_t* hold() { return words + 16; }
 };
 GateWords g_gate;
 
@@ -127,79 +158,156 @@ bool use_stream_clock() {
     return StreamGate::get().available();
 }
 
-/// Undoes a gate the other process will never open: the grader's stream stops waiting for it.
-void release_gate(void* done, uint32_t n) {
+/// Opens a gate the other process will never open: the grader's stream stops waiting on it.
+void release_gate(void* word, uint32_t n) {
     cudaStream_t side = nullptr;
     if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess) return;
-    cudaMemcpyAsync(done, &n, sizeof n, cudaMemcpyHostToDevice, side);
+    cudaMemcpyAsync(word, &n, sizeof n, cudaMemcpyHostToDevice, side);
     cudaStreamSynchronize(side);
     cudaStreamDestroy(side);
     cudaGetLastError();
 }
 
-/// The stream clock. The other process queues the batch on its stream behind a wait for `go` and
-/// answers; then the grader's stream runs its own work (poison, L2 clear), records the start, writes
-/// `go`, waits for the other process's stream to write `done` after the last call, and records the
-/// stop. Both events are the grader's, on its stream: no process hop and no host clock lies between
-/// them, only the GPU's switch from one process's context to the other's and back (0.296-0.301 ms a
-/// batch on an H200, measured against the other process's own events). The work the grader queues
-/// right behind the stop (the count of unwritten outputs) sees any launch that the other process had
-/// not finished when it wrote `done`.
-void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch) {
+void ensure_gate() {
+    if (g_gate.words) return;
+    g_gate.words = static_cast<uint32_t*>(allocate_device(4096));
+    WB_CUDA_CHECK(cudaMemset(g_gate.words, 0, 4096));
+    WB_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any stream of either process reads the words
+    if (!SharedBuffers::instance().locate(g_gate.words, g_gate.id, g_gate.offset))
+        throw std::logic_error("the gate's words are not in a shared buffer");
+    WB_CUDA_CHECK(cudaStreamCreateWithFlags(&g_gate.side, cudaStreamNonBlocking));
+}
+
+/// One gated batch on `l`'s process: its calls in groups (`ends[g]`: calls and bytes by the end of
+/// group g), each queued there behind a wait for that group's go and followed by a write of its
+/// done. On the grader's stream, held until all of it is queued (so the GPU runs it back to back,
+/// whatever the CPU does meanwhile): `before` (poison), then per group `before_each` (L2 clear),
+/// the start event, go, the wait for done, the stop event; then `after` (the unwritten count).
+/// Returns each group's seconds between its events, and (via `own`) the grader's own work between
+/// the clocks; `their_ms`, the other process's own events around its launches (a diagnostic).
+std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t calls,
+                                const std::vector<unsigned char>& bytes,
+                                const std::vector<std::pair<uint32_t, uint32_t>>& ends,
+                                const std::function<void(cudaStream_t)>& before,
+                                const std::function<void(cudaStream_t)>& before_each,
+                                const std::function<void(cudaStream_t)>& after, double& own, double& their_ms) {
     const StreamGate& gate = StreamGate::get();
-    if (!g_gate.words) {
-        g_gate.words = static_cast<uint32_t*>(allocate_device(4096));
-        WB_CUDA_CHECK(cudaMemset(g_gate.words, 0, 4096));
-        WB_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any stream of either process reads the words
-        if (!SharedBuffers::instance().locate(g_gate.words, g_gate.id, g_gate.offset))
-            throw std::logic_error("the gate's words are not in a shared buffer");
-        for (cudaEvent_t& e : g_gate.marks) WB_CUDA_CHECK(cudaEventCreate(&e));
-    }
-    const uint32_t n = ++g_gate.count;
-    uint32_t* go = g_gate.words + 4 * side;
-    uint32_t* done = go + 1;
+    ensure_gate();
+    const auto groups = static_cast<uint32_t>(ends.size());
+    const uint32_t n0 = g_gate.count + 1;
+    g_gate.count += groups;
     Writer w;
-    w.put<uint32_t>(l.queued);
+    w.put<uint32_t>(calls);
     w.put<uint64_t>(g_gate.id);
     w.put<uint64_t>(g_gate.offset + 16 * side);
     w.put<uint64_t>(g_gate.offset + 16 * side + 4);
-    w.put<uint32_t>(n);
-    w.append(l.batch.bytes());
-    const auto start = std::chrono::steady_clock::now();
+    w.put<uint32_t>(n0);
+    w.put<uint32_t>(groups);
+    for (const auto& e : ends) {
+        w.put<uint32_t>(e.first);
+        w.put<uint32_t>(e.second);
+    }
+    w.append(bytes);
     send(l, Kind::timed_batch, w);
-    Message queued = await_reply(l);  // not yet on the grader's stream: nothing waits on `done` yet
-    bool waiting = false;
+    const Message queued = await_reply(l);  // the other process has queued it all (or says why it launches late)
+    const uint32_t hold = ++g_gate.holds;
     try {
-        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[0], stream));
-        batch.before_clock(stream);
-        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[1], stream));
-        gate.write(stream, go, n);
-        gate.wait(stream, done, n);
-        waiting = true;
-        WB_CUDA_CHECK(cudaEventRecord(g_gate.marks[2], stream));
-        batch.after_clock(stream);
+        gate.wait(stream, g_gate.hold(), hold);
+        WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(0), stream));
+        if (before) before(stream);
+        for (uint32_t g = 0; g < groups; ++g) {
+            if (before_each) before_each(stream);
+            WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(1 + 2 * g), stream));
+            gate.write(stream, g_gate.go(side), n0 + g);
+            gate.wait(stream, g_gate.done(side), n0 + g);
+            WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(2 + 2 * g), stream));
+        }
+        if (after) after(stream);
+        gate.write(g_gate.side, g_gate.hold(), hold);  // everything is queued: the grader's stream may run
         const Message finished = await_reply(l);
         const std::string err = wait_with_watchdog(stream, "the timed batch of " + l.who);
         if (!err.empty()) throw std::runtime_error("the timed batch: " + err);
-        waiting = false;
-        float prelude_ms = 0, batch_ms = 0;
-        WB_CUDA_CHECK(cudaEventElapsedTime(&prelude_ms, g_gate.marks[0], g_gate.marks[1]));
-        WB_CUDA_CHECK(cudaEventElapsedTime(&batch_ms, g_gate.marks[1], g_gate.marks[2]));
-        batch.seconds = batch_ms * 1e-3;
-        batch.clock = "stream";
+        std::vector<double> seconds(groups);
+        float total_ms = 0;
+        WB_CUDA_CHECK(cudaEventElapsedTime(&total_ms, g_gate.mark(0), g_gate.mark(2 * groups)));
+        double clocked = 0;
+        for (uint32_t g = 0; g < groups; ++g) {
+            float ms = 0;
+            WB_CUDA_CHECK(cudaEventElapsedTime(&ms, g_gate.mark(1 + 2 * g), g_gate.mark(2 + 2 * g)));
+            seconds[g] = ms * 1e-3;
+            clocked += seconds[g];
+        }
+        own = total_ms * 1e-3 - clocked;
         Reader q(queued.body), f(finished.body);
         check_result(q);
         check_result(f);
-        if (std::getenv("WORKBOOK_REMOTE_DIAG")) {
-            // The other process's own events around its launches: not trusted, shown to find where time goes.
-            const double host_ms = f.get<double>();
-            const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-            std::fprintf(stderr, "remote-diag side=%d calls=%u clock_ms=%.4f their_events_ms=%.4f prelude_ms=%.4f "
-                                 "send_to_done_ms=%.4f\n", side, l.queued, batch_ms, host_ms, prelude_ms, wall_ms);
-        }
+        their_ms = f.get<double>();
+        return seconds;
     } catch (...) {
-        if (waiting && !device_hung()) release_gate(done, n);
+        if (!device_hung()) {
+            release_gate(g_gate.hold(), hold);
+            if (groups) release_gate(g_gate.done(side), n0 + groups - 1);
+        }
         throw;
+    }
+}
+
+/// The gate's own time: empty groups gated through the reference's process (the grader's own code,
+/// trusted), so the submission's process has no say in what is taken off its groups. The median
+/// of all such groups so far, recalibrated every 32 batches.
+double gate_seconds(int active_side) {
+    if (g_gate.batches++ % 32 == 0) {
+        const int side = g_links[reference_side].channel ? reference_side : active_side;
+        Link& l = g_links[side];
+        const std::vector<std::pair<uint32_t, uint32_t>> empty(16, {0, 0});
+        double own = 0, their_ms = 0;
+        for (double s : gated_batch(l, side, grader_stream(), 0, {}, empty, nullptr, nullptr, nullptr, own, their_ms))
+            g_gate.calibration.push_back(s);
+    }
+    return median(g_gate.calibration);
+}
+
+/// The stream clock. The other process queues the batch on its stream, each group of launches behind
+/// a wait for a word the grader writes (go) and followed by a write of another (done), and answers;
+/// the grader's stream, per group, clears L2, records the start, writes go, waits for done and records
+/// the stop. Both events are the grader's, on its stream: no process hop and no host clock lies
+/// between them, only the GPU's switch from one process's context to the other's and back, a fixed
+/// time (about 0.3 ms on an H200) measured by empty groups through the reference's process and taken
+/// off every group. The grouping is the one-process timing's (sets_for), so the figures are alike.
+void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch) {
+    const double overhead = gate_seconds(side);
+    std::vector<std::pair<uint32_t, uint32_t>> ends;
+    std::vector<int> launches;
+    const int per = std::max(1, batch.group);
+    for (size_t i = 0; i < l.launch_ends.size(); i += per) {
+        const size_t last = std::min(l.launch_ends.size(), i + per) - 1;
+        ends.push_back(l.launch_ends[last]);
+        launches.push_back(static_cast<int>(last - i + 1));
+    }
+    if (ends.empty() || ends.back().first != l.queued) {  // calls after the last mark: one more group
+        ends.emplace_back(l.queued, static_cast<uint32_t>(l.batch.bytes().size()));
+        launches.push_back(1);
+    }
+    double own = 0, their_ms = 0;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> seconds = gated_batch(l, side, stream, l.queued, l.batch.bytes(), ends, batch.before_clock,
+                                              batch.before_each, batch.after_clock, own, their_ms);
+    double clocked_ms = 0;
+    for (double& s : seconds) {
+        clocked_ms += s * 1e3;
+        s = std::max(0.0, s - overhead);
+    }
+    batch.group_seconds = seconds;
+    batch.group_launches = launches;
+    batch.own_seconds = own;
+    batch.clock = "stream";
+    buffer_hooks().gate_seconds = overhead;
+    if (std::getenv("WORKBOOK_REMOTE_DIAG")) {
+        // The other process's own events around its launches: not trusted, shown to find where time goes.
+        const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "remote-diag side=%d calls=%u groups=%zu clock_ms=%.4f their_events_ms=%.4f gate_ms=%.4f "
+                             "own_ms=%.4f send_to_done_ms=%.4f\n", side, l.queued, seconds.size(), clocked_ms, their_ms,
+                     overhead * 1e3 * static_cast<double>(seconds.size()), own * 1e3, wall_ms);
     }
 }
 
@@ -301,6 +409,7 @@ void install_remote_hooks() {
     install_shared_buffer_hooks();
     BufferHooks& h = buffer_hooks();
     h.begin_batch = begin_batch;
+    h.mark_launch = mark_launch;
     h.end_batch = end_batch;
 }
 

@@ -62,6 +62,38 @@ int serve(int fd, int lesson, const std::string& library) {
     const bool gpu = info->needs_gpu;
     HostState state;
     std::map<std::vector<unsigned char>, cudaGraphExec_t> graphs;  ///< a timed batch's calls -> its graph
+    // Runs `count` calls read from `calls`; the first error an entry point returned, or 0.
+    auto run_calls = [&](const std::vector<unsigned char>& calls, uint32_t count) -> int64_t {
+        Reader each(calls);
+        for (uint32_t i = 0; i < count; ++i) {
+            const auto index = each.get<uint32_t>();
+            if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
+            Writer out;
+            entries[index](each, state, out);
+            Reader result(out.bytes());
+            if (const auto e = result.get<int64_t>()) return e;
+        }
+        return 0;
+    };
+    // The calls captured into one graph on this process's stream, made once and kept; nullptr where
+    // they cannot be captured (they are then launched directly).
+    auto graph_for = [&](const std::vector<unsigned char>& calls, uint32_t count) -> cudaGraphExec_t {
+        auto cached = graphs.find(calls);
+        if (cached != graphs.end()) return cached->second;
+        cudaStream_t s = state.own_stream();
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
+            const int64_t e = run_calls(calls, count);
+            const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+            if (e != 0 || ended != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+                exec = nullptr;
+            if (graph) cudaGraphDestroy(graph);
+        }
+        cudaGetLastError();
+        graphs.emplace(calls, exec);
+        return exec;
+    };
     for (;;) {
         Message m;
         try {
@@ -99,91 +131,16 @@ int serve(int fd, int lesson, const std::string& library) {
                     channel.send(Kind::reply, out.bytes());
                     break;
                 }
-                case Kind::batch:
-                case Kind::timed_batch: {
-                    // A timed batch: captured into one graph where the calls allow it (launches cost the
-                    // CPU more than tiny kernels take), launched directly otherwise. `batch` is timed by
-                    // the grader's wall clock; `timed_batch` by the grader's events, this stream held
-                    // behind the grader's go and signalling done after the last call (remote_student.cu).
+                case Kind::batch: {
+                    // Timed by the grader's wall clock: captured into one graph where the calls allow it
+                    // (launches cost the CPU more than tiny kernels take), launched directly otherwise.
                     const auto count = r.get<uint32_t>();
-                    const bool gated = m.kind == Kind::timed_batch;
-                    void* go = nullptr;
-                    void* done = nullptr;
-                    uint32_t n = 0;
-                    size_t header = sizeof(uint32_t);
-                    if (gated) {
-                        const auto id = r.get<uint64_t>();
-                        const auto go_at = r.get<uint64_t>(), done_at = r.get<uint64_t>();
-                        n = r.get<uint32_t>();
-                        go = state.buffers.resolve(id, go_at);
-                        done = state.buffers.resolve(id, done_at);
-                        header += 3 * sizeof(uint64_t) + sizeof(uint32_t);
-                    }
-                    const std::vector<unsigned char> calls(m.body.begin() + header, m.body.end());
-                    auto run_all = [&]() -> int64_t {
-                        Reader each(calls);
-                        for (uint32_t i = 0; i < count; ++i) {
-                            const auto index = each.get<uint32_t>();
-                            if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
-                            Writer out;
-                            entries[index](each, state, out);
-                            Reader result(out.bytes());
-                            if (const auto e = result.get<int64_t>()) return e;
-                        }
-                        return 0;
-                    };
+                    const std::vector<unsigned char> calls(m.body.begin() + sizeof(uint32_t), m.body.end());
                     int64_t first_error = 0;
                     bool done_launching = false;
-                    cudaGraphExec_t exec = nullptr;
                     if (gpu) {
-                        // The same batch comes again for every sample: its graph is made once.
-                        cudaStream_t s = state.own_stream();
-                        auto cached = graphs.find(calls);
-                        if (cached == graphs.end()) {
-                            cudaGraph_t graph = nullptr;
-                            if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
-                                const int64_t e = run_all();
-                                const cudaError_t ended = cudaStreamEndCapture(s, &graph);
-                                if (e != 0 || ended != cudaSuccess || !graph || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-                                    exec = nullptr;
-                                if (graph) cudaGraphDestroy(graph);
-                            }
-                            cudaGetLastError();
-                            cached = graphs.emplace(calls, exec).first;  // nullptr: launch directly
-                        }
-                        exec = cached->second;
-                    }
-                    if (gated) {
-                        cudaStream_t s = state.own_stream();
-                        const StreamGate& gate = StreamGate::get();
-                        gate.wait(s, go, n);
-                        state.mark(0, s);
-                        if (exec && cudaGraphLaunch(exec, s) == cudaSuccess) done_launching = true;
-                        cudaGetLastError();
-                        Writer queued;
-                        queued.put<int64_t>(0);
-                        if (!done_launching) {
-                            // Launched one by one, the calls may wait for their stream: the grader is
-                            // told first, so its go can arrive; the clock then holds their launch costs.
-                            channel.send(Kind::reply, queued.bytes());
-                            first_error = run_all();
-                        }
-                        state.mark(1, s);
-                        gate.write(s, done, n);  // whatever was launched: the grader's stream waits for it
-                        if (done_launching) channel.send(Kind::reply, queued.bytes());
-                        const std::string problem = finish_device_work(gpu);
-                        if (!problem.empty()) {
-                            fail(channel, problem);
-                            return 1;
-                        }
-                        Writer out;
-                        out.put(first_error);
-                        out.put<double>(state.marked_seconds() * 1e3);
-                        channel.send(Kind::reply, out.bytes());
-                        break;
-                    }
-                    if (exec) {
-                        if (cudaGraphLaunch(exec, state.own_stream()) == cudaSuccess) done_launching = true;
+                        cudaGraphExec_t exec = graph_for(calls, count);
+                        if (exec && cudaGraphLaunch(exec, state.own_stream()) == cudaSuccess) done_launching = true;
                         cudaGetLastError();
                         const std::string problem = finish_device_work(gpu);
                         if (!problem.empty()) {
@@ -191,7 +148,7 @@ int serve(int fd, int lesson, const std::string& library) {
                             return 1;
                         }
                     }
-                    if (!done_launching) first_error = run_all();
+                    if (!done_launching) first_error = run_calls(calls, count);
                     const std::string problem = finish_device_work(gpu);
                     if (!problem.empty()) {
                         fail(channel, problem);
@@ -199,6 +156,73 @@ int serve(int fd, int lesson, const std::string& library) {
                     }
                     Writer out;
                     out.put(first_error);
+                    channel.send(Kind::reply, out.bytes());
+                    break;
+                }
+                case Kind::timed_batch: {
+                    // Timed by the grader's events (remote_student.cu): each group of calls queued behind
+                    // a wait for its go word and followed by a write of its done word.
+                    const auto count = r.get<uint32_t>();
+                    const auto id = r.get<uint64_t>();
+                    const auto go_at = r.get<uint64_t>(), done_at = r.get<uint64_t>();
+                    const auto n0 = r.get<uint32_t>();
+                    const auto groups = r.get<uint32_t>();
+                    std::vector<std::pair<uint32_t, uint32_t>> ends(groups);
+                    for (auto& e : ends) e = {r.get<uint32_t>(), r.get<uint32_t>()};
+                    const size_t header = 2 * sizeof(uint32_t) + 3 * sizeof(uint64_t) + sizeof(uint32_t) +
+                                          groups * 2 * sizeof(uint32_t);
+                    if (header > m.body.size()) throw ChannelError("a message ended early");
+                    const std::vector<unsigned char> all(m.body.begin() + header, m.body.end());
+                    void* go = state.buffers.resolve(id, go_at);
+                    void* done = state.buffers.resolve(id, done_at);
+                    // Each group's calls, and its graph where they can be captured (made once: the same
+                    // batch comes again for every sample).
+                    std::vector<std::vector<unsigned char>> parts(groups);
+                    std::vector<uint32_t> sizes(groups);
+                    std::vector<cudaGraphExec_t> execs(groups, nullptr);
+                    bool direct = false;
+                    uint32_t calls_before = 0, bytes_before = 0;
+                    for (uint32_t g = 0; g < groups; ++g) {
+                        if (ends[g].first < calls_before || ends[g].second < bytes_before || ends[g].second > all.size() ||
+                            ends[g].first > count)
+                            throw ChannelError("a timed batch with groups that do not fit its calls");
+                        parts[g].assign(all.begin() + bytes_before, all.begin() + ends[g].second);
+                        sizes[g] = ends[g].first - calls_before;
+                        if (sizes[g] && gpu) execs[g] = graph_for(parts[g], sizes[g]);
+                        direct = direct || (sizes[g] && !execs[g]);
+                        calls_before = ends[g].first;
+                        bytes_before = ends[g].second;
+                    }
+                    cudaStream_t s = state.own_stream();
+                    const StreamGate& gate = StreamGate::get();
+                    Writer queued;
+                    queued.put<int64_t>(0);
+                    // Launched one by one, calls may wait for their stream: the grader is told first, so
+                    // its go can come; the clock then holds those launches' costs.
+                    if (direct) channel.send(Kind::reply, queued.bytes());
+                    int64_t first_error = 0;
+                    for (uint32_t g = 0; g < groups; ++g) {
+                        gate.wait(s, go, n0 + g);
+                        state.mark(2 * g, s);
+                        bool launched = false;
+                        if (execs[g] && cudaGraphLaunch(execs[g], s) == cudaSuccess) launched = true;
+                        cudaGetLastError();
+                        if (!launched && sizes[g]) {
+                            const int64_t e = run_calls(parts[g], sizes[g]);
+                            if (!first_error) first_error = e;
+                        }
+                        state.mark(2 * g + 1, s);
+                        gate.write(s, done, n0 + g);  // whatever was launched: the grader's stream waits for it
+                    }
+                    if (!direct) channel.send(Kind::reply, queued.bytes());
+                    const std::string problem = finish_device_work(gpu);
+                    if (!problem.empty()) {
+                        fail(channel, problem);
+                        return 1;
+                    }
+                    Writer out;
+                    out.put(first_error);
+                    out.put<double>(state.marked_seconds(groups) * 1e3);
                     channel.send(Kind::reply, out.bytes());
                     break;
                 }

@@ -51,6 +51,7 @@ bool write_json(const RunReport& r, const std::string& path) {
     else if (!r.clock_note.empty())
         j["clocks"] = {{"samples", 0}, {"note", r.clock_note}};
     if (!r.remote_clock.empty()) j["remote_clock"] = r.remote_clock;
+    if (r.remote_gate_us > 0) j["remote_gate_us"] = r.remote_gate_us;
     std::ofstream out(path);
     if (!out) {
         std::cerr << "cannot write the JSON report to " << path << ": check the folder exists and is writable\n";

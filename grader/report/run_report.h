@@ -55,6 +55,7 @@ struct RunReport {
     double mem_clock_mhz = 0, mem_clock_min = 0, mem_clock_max = 0;
     std::string clock_note;    ///< why the clocks were not measured ("" when they were, or nothing was timed)
     std::string remote_clock;  ///< remote grading: "stream" or "wall" (how the batches were timed)
+    double remote_gate_us = 0; ///< "stream": the gate's own time taken off every timed group, microseconds
 };
 
 /// Writes the report as JSON to `path`; returns false (and says why on stderr) if it cannot.
