@@ -436,7 +436,10 @@ private:
         batch.before_clock = [this](cudaStream_t s) {
             for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->poison_outputs(calls_[i], s);
         };
-        batch.before_each = [](cudaStream_t s) { clear_l2(s); };
+        // The reset waits for the context, so it comes now, not under the hold: evict-last lines a
+        // group leaves are reset at the next sample, not the next group.
+        reset_l2_priorities();
+        batch.before_each = [](cudaStream_t s) { write_l2_clear(s); };
         batch.after_clock = [this, &unwritten](cudaStream_t s) {
             for (size_t i = 0; i < calls_.size(); ++i) tensors_[i]->count_poisoned_outputs(calls_[i], &unwritten.get()->bad, s);
         };

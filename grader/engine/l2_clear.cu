@@ -8,7 +8,21 @@
 
 namespace workbook {
 
+void reset_l2_priorities() {
+    // Lines a kernel loaded under `L2::evict_last` survive a write of any size: a submission
+    // could keep its own input in L2 from one sample to the next, and a reference that reads
+    // under that priority (lesson 5's) would speed up whatever is timed after it. They are
+    // reset to normal first (the previous sample has finished), so the write evicts them.
+    // A device without the feature has nothing to reset; its error is not left pending.
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
+}
+
 void clear_l2(cudaStream_t stream) {
+    reset_l2_priorities();
+    write_l2_clear(stream);
+}
+
+void write_l2_clear(cudaStream_t stream) {
     static void* buffer = nullptr;
     static size_t bytes = 0;
     if (!buffer) {
@@ -19,12 +33,6 @@ void clear_l2(cudaStream_t stream) {
         bytes = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
         WB_CUDA_CHECK(cudaMalloc(&buffer, bytes));
     }
-    // Lines a kernel loaded under `L2::evict_last` survive a write of any size: a submission
-    // could keep its own input in L2 from one sample to the next, and a reference that reads
-    // under that priority (lesson 5's) would speed up whatever is timed after it. They are
-    // reset to normal first (the previous sample has finished), so the write evicts them.
-    // A device without the feature has nothing to reset; its error is not left pending.
-    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
     WB_CUDA_CHECK(cudaMemsetAsync(buffer, 0x5a, bytes, stream));
 }
 
