@@ -22,7 +22,8 @@ set(WB_LAUNCH_GPU_SOURCES ${_g}/launch/launch_hooks.cpp ${_g}/engine/fenced_memo
 set(WB_BENCH_SOURCES ${_g}/bench/bench_runner.cpp ${_g}/bench/gate_reason.cpp ${_g}/bench/clock_sampler.cpp)
 set(WB_REMOTE_SOURCES
   ${_g}/remote/remote_channel.cpp ${_g}/remote/shared_buffers.cu ${_g}/remote/remote_student.cu
-  ${_g}/remote/remote_registry.cpp ${_g}/remote/submission_host.cu ${_g}/remote/stream_gate.cu)
+  ${_g}/remote/remote_registry.cpp ${_g}/remote/submission_host.cu ${_g}/remote/stream_gate.cu
+  ${_g}/remote/batch_watchdog.cpp)
 
 # Every lesson's plan, found from its folder; the plans shared by several lessons in lessons/common.
 file(GLOB WB_LESSON_SOURCES CONFIGURE_DEPENDS ${_g}/lessons/*/*.cu ${_g}/lessons/*/*.cpp)

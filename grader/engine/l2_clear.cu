@@ -7,8 +7,30 @@
 #include "workbook/cuda_check.h"
 
 namespace workbook {
+namespace {
+
+/// The buffer the clear writes, twice the size of L2; made on the first call. Its cudaMalloc is
+/// made here, before any stream is held (remote timing queues the write under a hold).
+void* l2_clear_buffer(size_t& bytes) {
+    static void* buffer = nullptr;
+    static size_t size = 0;
+    if (!buffer) {
+        int device = 0;
+        WB_CUDA_CHECK(cudaGetDevice(&device));
+        int l2 = 0;
+        WB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+        size = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
+        WB_CUDA_CHECK(cudaMalloc(&buffer, size));
+    }
+    bytes = size;
+    return buffer;
+}
+
+}  // namespace
 
 void reset_l2_priorities() {
+    size_t bytes = 0;
+    (void)l2_clear_buffer(bytes);  // made now: the write that follows may be queued under a hold
     // Lines a kernel loaded under `L2::evict_last` survive a write of any size: a submission
     // could keep its own input in L2 from one sample to the next, and a reference that reads
     // under that priority (lesson 5's) would speed up whatever is timed after it. They are
@@ -23,16 +45,8 @@ void clear_l2(cudaStream_t stream) {
 }
 
 void write_l2_clear(cudaStream_t stream) {
-    static void* buffer = nullptr;
-    static size_t bytes = 0;
-    if (!buffer) {
-        int device = 0;
-        WB_CUDA_CHECK(cudaGetDevice(&device));
-        int l2 = 0;
-        WB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-        bytes = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
-        WB_CUDA_CHECK(cudaMalloc(&buffer, bytes));
-    }
+    size_t bytes = 0;
+    void* buffer = l2_clear_buffer(bytes);
     WB_CUDA_CHECK(cudaMemsetAsync(buffer, 0x5a, bytes, stream));
 }
 

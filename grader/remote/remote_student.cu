@@ -17,6 +17,7 @@
 
 #include "engine/buffer_hooks.h"
 #include "engine/launch_guard.h"
+#include "remote/batch_watchdog.h"
 #include "remote/proxy.h"
 #include "remote/remote_calls.h"
 #include "remote/remote_registry.h"
@@ -30,6 +31,9 @@ namespace {
 
 double g_timeout = 60;
 bool g_lost = false;
+/// Seconds the grader may take to queue its own work under its hold (milliseconds, normally); past
+/// them the watchdog releases the hold and the batch fails, naming the phase.
+constexpr double kHoldSeconds = 10;
 
 /// One connected host process.
 struct Link {
@@ -151,11 +155,17 @@ struct GateWords {
 };
 GateWords g_gate;
 
-/// "stream" unless WORKBOOK_REMOTE_CLOCK=wall asks for the wall clock or the driver lacks the operations.
-bool use_stream_clock() {
+/// The clock of the timed batches: WORKBOOK_REMOTE_CLOCK, "grouped" when unset; "wall" where the
+/// driver lacks stream memory operations. "grouped" and "stream" gate the other process on the GPU:
+/// "grouped" times the launches in the one-process timing's groups, less the gate's own time;
+/// "stream" times the whole batch as one group, nothing taken off (the clock before the groups,
+/// kept to compare with).
+std::string remote_clock() {
     const char* asked = std::getenv("WORKBOOK_REMOTE_CLOCK");
-    if (asked && std::string(asked) == "wall") return false;
-    return StreamGate::get().available();
+    const std::string clock = asked && *asked ? asked : "grouped";
+    if (clock != "grouped" && clock != "stream" && clock != "wall")
+        throw std::runtime_error("WORKBOOK_REMOTE_CLOCK=" + clock + ": the remote clocks are grouped, stream and wall");
+    return clock != "wall" && StreamGate::get().available() ? clock : "wall";
 }
 
 /// Opens a gate the other process will never open: the grader's stream stops waiting on it.
@@ -180,9 +190,11 @@ void ensure_gate() {
 
 /// One gated batch on `l`'s process: its calls in groups (`ends[g]`: calls and bytes by the end of
 /// group g), each queued there behind a wait for that group's go and followed by a write of its
-/// done. On the grader's stream, held until all of it is queued (so the GPU runs it back to back,
-/// whatever the CPU does meanwhile): `before` (poison), then per group `before_each` (L2 clear),
-/// the start event, go, the wait for done, the stop event; then `after` (the unwritten count).
+/// done. On the grader's stream: `before` (poison), then, held until all of it is queued (so the GPU
+/// runs it back to back, whatever the CPU does meanwhile), per group `before_each` (L2 clear), the
+/// start event, go, the wait for done, the stop event; then `after` (the unwritten count). Nothing
+/// under the hold may wait for the device (it would wait for ever): the batch watchdog releases a
+/// hold kept past kHoldSeconds and the batch fails, naming the phase.
 /// Returns each group's seconds between its events, and (via `own`) the grader's own work between
 /// the clocks; `their_ms`, the other process's own events around its launches (a diagnostic).
 std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t calls,
@@ -208,13 +220,35 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
         w.put<uint32_t>(e.second);
     }
     w.append(bytes);
+    // Every wait below has its own limit (g_timeout, the stream's watchdog); the batch watchdog is
+    // the last resort for a wait inside a CUDA call, which nothing else can end.
+    BatchWatchdog& dog = batch_watchdog();
+    struct EndWatch {
+        ~EndWatch() { batch_watchdog().end(); }  // however this returns: a watch left on would end the run
+    } end_watch;
+    const double backstop = g_timeout + 30;
+    dog.begin("sending the batch to " + l.who + " and waiting until it is queued", backstop);
     send(l, Kind::timed_batch, w);
     const Message queued = await_reply(l);  // the other process has queued it all (or says why it launches late)
     const uint32_t hold = ++g_gate.holds;
+    (void)g_gate.mark(2 * groups);  // the events made now: nothing queued under the hold may block
     try {
-        gate.wait(stream, g_gate.hold(), hold);
-        WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(0), stream));
+        // The poison runs at once, not under the hold: with it, a batch of 256 small calls would put
+        // over a thousand operations behind one wait, past what a stream queues before its caller blocks.
+        dog.begin("poisoning the outputs before the batch of " + l.who, backstop);
         if (before) before(stream);
+        void* hold_word = g_gate.hold();
+        cudaStream_t release_on = g_gate.side;
+        dog.begin("queuing the grader's own work (" + std::to_string(groups) + " groups) behind its hold, for " + l.who,
+                  kHoldSeconds, [hold_word, release_on, hold] {
+                      try {
+                          StreamGate::get().write(release_on, hold_word, hold);
+                      } catch (const std::exception& e) {
+                          std::fprintf(stderr, "the grader could not release its hold: %s\n", e.what());
+                      }
+                  });
+        gate.wait(stream, hold_word, hold);
+        WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(0), stream));
         for (uint32_t g = 0; g < groups; ++g) {
             if (before_each) before_each(stream);
             WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(1 + 2 * g), stream));
@@ -222,11 +256,19 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
             gate.wait(stream, g_gate.done(side), n0 + g);
             WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(2 + 2 * g), stream));
         }
-        if (after) after(stream);
-        gate.write(g_gate.side, g_gate.hold(), hold);  // everything is queued: the grader's stream may run
+        if (after) after(stream);  // right behind the last stop: a launch still running then is seen
+        gate.write(release_on, hold_word, hold);  // everything is queued: the grader's stream may run
+        dog.end();
+        // Past its limit the watchdog released the hold: the batch still runs to its end (so the other
+        // process's answer is read, and the next batch's is not taken for it), but it is not timed.
+        const std::string late = dog.expired();
+        dog.begin("waiting for " + l.who + " to finish the batch", backstop);
         const Message finished = await_reply(l);
+        dog.begin("waiting for the grader's stream to pass the batch's clocks, for " + l.who, backstop);
         const std::string err = wait_with_watchdog(stream, "the timed batch of " + l.who);
+        dog.end();
         if (!err.empty()) throw std::runtime_error("the timed batch: " + err);
+        if (!late.empty()) throw std::runtime_error(late + "; the watchdog released the hold, so the batch is not timed");
         std::vector<double> seconds(groups);
         float total_ms = 0;
         WB_CUDA_CHECK(cudaEventElapsedTime(&total_ms, g_gate.mark(0), g_gate.mark(2 * groups)));
@@ -245,9 +287,11 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
         return seconds;
     } catch (...) {
         if (!device_hung()) {
+            dog.begin("releasing the grader's gates after a failed batch of " + l.who, backstop);
             release_gate(g_gate.hold(), hold);
             if (groups) release_gate(g_gate.done(side), n0 + groups - 1);
         }
+        dog.end();
         throw;
     }
 }
@@ -274,11 +318,13 @@ double gate_seconds(int active_side) {
 /// between them, only the GPU's switch from one process's context to the other's and back, a fixed
 /// time (about 0.3 ms on an H200) measured by empty groups through the reference's process and taken
 /// off every group. The grouping is the one-process timing's (sets_for), so the figures are alike.
-void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch) {
-    const double overhead = gate_seconds(side);
+/// Not `grouped` (the "stream" clock): the whole batch is one group, and nothing is taken off.
+void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch, bool grouped) {
+    const double overhead = grouped ? gate_seconds(side) : 0;
     std::vector<std::pair<uint32_t, uint32_t>> ends;
     std::vector<int> launches;
-    const int per = std::max(1, batch.group);
+    // "stream": the whole batch is one group, as the clock before the groups timed it.
+    const int per = grouped ? std::max(1, batch.group) : std::max<int>(1, static_cast<int>(l.launch_ends.size()));
     for (size_t i = 0; i < l.launch_ends.size(); i += per) {
         const size_t last = std::min(l.launch_ends.size(), i + per) - 1;
         ends.push_back(l.launch_ends[last]);
@@ -300,7 +346,7 @@ void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch) {
     batch.group_seconds = seconds;
     batch.group_launches = launches;
     batch.own_seconds = own;
-    batch.clock = "stream";
+    batch.clock = grouped ? "grouped" : "stream";
     buffer_hooks().gate_seconds = overhead;
     if (std::getenv("WORKBOOK_REMOTE_DIAG")) {
         // The other process's own events around its launches: not trusted, shown to find where time goes.
@@ -326,8 +372,9 @@ void end_batch(cudaStream_t stream, TimedBatch& batch) {
         batch.after_clock(stream);
         return;
     }
-    if (use_stream_clock()) stream_batch(*active, static_cast<int>(active - g_links), stream, batch);
-    else wall_batch(*active, stream, batch);
+    const std::string clock = remote_clock();
+    if (clock == "wall") wall_batch(*active, stream, batch);
+    else stream_batch(*active, static_cast<int>(active - g_links), stream, batch, clock == "grouped");
     buffer_hooks().clock_used = batch.clock;
 }
 
