@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """The board's remote timing against the one-process figure, on one GPU, for one lesson's reference.
 
-  python3 bench/remote_timing.py --lesson 4 --out DIR [--rounds 2] [--samples 5] [--clocks stream,wall]
+  python3 bench/remote_timing.py --lesson 4 --out DIR [--rounds 2] [--samples 5] [--clocks grouped,stream,wall]
 
 Each round grades the reference against itself three ways, one after the other on the same GPU:
 in one process (`./grade`'s timing: CUDA events around the launch), and from outside as the board
-does (the reference's code in a `wb-grader --serve` process) with each remote clock:
-`stream` (the grader's own events, the other process gated on the GPU) and `wall` (the grader's wall
+does (the reference's code in a `wb-grader --serve` process) with each remote clock asked for:
+`grouped` (the board's: the grader's own events around each of the one-process timing's groups of
+launches, the other process gated on the GPU, less the gate's own time), `stream` (the same events
+around the whole batch, nothing taken off: the clock before the groups) and `wall` (the grader's wall
 clock from sending a batch to its answer, the clock before issue 32). Only the gate's timing runs
 (one small case, then the benchmark shapes). Writes DIR/remote-timing.md and .json: per shape, the
 median GB/s of each way over the rounds and the ratio to the one-process figure; the clocks NVML
-read while timing; and, from the stream clock's diagnostic lines, where a batch's time goes.
+read while timing; and, from the gated clocks' diagnostic lines, where a batch's time goes.
 """
 import argparse
 import json
@@ -96,7 +98,7 @@ def run(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--samples", type=int, default=5)
-    p.add_argument("--clocks", default="stream,wall")
+    p.add_argument("--clocks", default="grouped,stream")
     p.add_argument("--device", help="the GPU (CUDA_VISIBLE_DEVICES, PCI order)")
     p.add_argument("--cases", default="bench_128x4096", help="the correctness cases run first (--cases of the grader)")
     p.add_argument("--timeout", type=int, default=300)
@@ -115,22 +117,25 @@ def run(argv=None):
             log_path = os.path.join(args.out, f"{way}-r{r}.log")
             start = time.monotonic()
             with open(log_path, "w", encoding="utf-8") as log:
-                code = one_process(grader, lib, lesson, args, path, log) if way == "one-process" else \
-                    remote(grader, lib, lesson, args, way.split("-", 1)[1], path, log)
+                try:
+                    code = one_process(grader, lib, lesson, args, path, log) if way == "one-process" else \
+                        remote(grader, lib, lesson, args, way.split("-", 1)[1], path, log)
+                except subprocess.TimeoutExpired:  # the grader was killed; the other ways still run
+                    code = f"killed after --timeout {args.timeout} s"
             seconds[way].append(time.monotonic() - start)
             report = _read(path)
             print(f"round {r}, {way}: exit {code}, {seconds[way][-1]:.1f} s"
                   + (f", {report.get('verdict')}" if report else ", no report"), flush=True)
             if report:
                 reports[way].append(report)
-            if way == "remote-stream":
+            if way in ("remote-grouped", "remote-stream"):
                 for calls, rows in _diag(log_path).items():
-                    diags.setdefault(calls, []).extend(rows)
+                    diags.setdefault(way, {}).setdefault(calls, []).extend(rows)
     table = summarise(reports, ways)
     data = {"lesson": lesson, "rounds": args.rounds, "samples": args.samples, "ways": ways, "rows": table,
             "clocks": {w: [rep.get("clocks") for rep in reports[w]] for w in ways},
             "remote_clock": {w: [rep.get("remote_clock") for rep in reports[w]] for w in ways},
-            "seconds": seconds, "diag": {str(k): v for k, v in diags.items()},
+            "seconds": seconds, "diag": {w: {str(k): v for k, v in d.items()} for w, d in diags.items()},
             "gpu": next((rep.get("gpu") for w in ways for rep in reports[w]), "")}
     with open(os.path.join(args.out, "remote-timing.json"), "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)
@@ -188,16 +193,16 @@ def markdown(data, diags):
         shown = [f"{c['sm_mhz']:.0f}/{c['mem_mhz']:.0f}" if c and c.get("samples") else (c or {}).get("note", "none")
                  for c in data["clocks"][w]]
         lines.append(f"- {w}: " + ", ".join(shown))
-    if diags:
-        lines += ["", "Where a stream-clock batch's time goes (medians per batch, ms): the grader's clocks summed over "
-                  "the batch's groups; the gate's own time taken off them (measured by empty groups through the "
-                  "reference's process); the serving process's own events around its launches (not trusted, a "
-                  "diagnostic); the grader's own work between the clocks (poison, L2 clears); and the wall time "
-                  "from sending the batch to its last answer.", "",
+    for way, per_calls in sorted(diags.items()):
+        lines += ["", f"Where a {way} batch's time goes (medians per batch, ms): the grader's clocks summed over the "
+                  "batch's groups; the gate's own time taken off them (measured by empty groups through the "
+                  "reference's process; none for remote-stream); the serving process's own events around its "
+                  "launches (not trusted, a diagnostic); the grader's own work between the clocks (L2 clears); and "
+                  "the wall time from sending the batch to its last answer.", "",
                   "| launches a batch | groups | batches | clocks | gate | clocks − gate | their events | own work "
                   "| send to done |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for calls in sorted(diags):
-            rows = diags[calls]
+        for calls in sorted(per_calls):
+            rows = per_calls[calls]
             med = [statistics.median(x[i] for x in rows) for i in range(6)]
             net = statistics.median(x[1] - x[3] for x in rows)
             lines.append(f"| {calls} | {med[0]:.0f} | {len(rows)} | {med[1]:.3f} | {med[3]:.3f} | {net:.3f} | "
