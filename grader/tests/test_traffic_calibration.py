@@ -20,8 +20,19 @@ SCRIPT = os.path.join(ROOT, "scripts", "traffic-calibration")
 FAKE_GRADE = textwrap.dedent("""\
     import json, os, sys, time
     args = sys.argv[1:]
+    if "--profile" in args:  # ./grade lessonN --profile: the limit line is all the script reads
+        with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(name="profile", event="profile", emulate=False)) + "\\n")
+        print("most likely limit: too few blocks: the grid fills 1% of one wave")
+        sys.exit(0)
     out = args[args.index("--json") + 1]
     name = os.path.basename(out)
+    if "--emulate" not in args:  # a GPU grade
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"verdict": "fail-gate", "gpu": "Fake GPU", "bench": [{"ratio": 0.4}]}, f)
+        with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(name=name, event="gpu", emulate=False)) + "\\n")
+        sys.exit(2)
     log, running = os.environ["FAKE_LOG"], os.environ["FAKE_RUNNING"]
     def note(event, **more):
         with open(log, "a", encoding="utf-8") as f:
@@ -113,6 +124,24 @@ class EmulatedPredictionTests(unittest.TestCase):
                              ["lesson2-uncoalesced_lanes.emu.json"])
             with open(stamp, encoding="utf-8") as f:
                 self.assertNotEqual(f.read().strip(), "0" * 64)
+
+    def test_gpu_reports_are_tabulated_and_kept_for_a_run_that_goes_on(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            code, text, events = self.run_script(tmp, "--jobs", "8", "--gpu", "--profile", "--out", out)
+            self.assertEqual(code, 0, text)
+            graded = [e for e in events if e["event"] == "start"]
+            self.assertEqual(len([e for e in events if e["event"] == "gpu"]), len(graded))
+            self.assertEqual(len([e for e in events if e["event"] == "profile"]), len(graded))
+            with open(os.path.join(out, "traffic-calibration-fake-gpu.md"), encoding="utf-8") as f:
+                table = f.read()
+            # Every prediction (fail-gate) meets a measured fail-gate, and both name too few blocks.
+            self.assertIn(f"Verdicts agree on {len(graded)} of {len(graded)} files", table)
+            self.assertIn(f"names --profile's limit on {len(graded)} of {len(graded)} slow files", table)
+            # Started again, nothing is graded or profiled again: the kept reports are used.
+            code, text, again = self.run_script(tmp, "--jobs", "8", "--gpu", "--profile", "--out", out)
+            self.assertEqual(code, 0, text)
+            self.assertEqual(len(again), len(events), "kept GPU reports were made again")
 
     def test_one_at_a_time_by_default(self):
         with tempfile.TemporaryDirectory() as tmp:
