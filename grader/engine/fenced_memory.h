@@ -15,7 +15,8 @@ namespace workbook {
 
 /// Makes allocate_device / release_device (engine/buffer_hooks.h) hand out fenced memory in this
 /// process. Falls back to cudaMalloc, and says so on stderr, where the driver has no virtual memory
-/// management. Not for remote grading, whose buffers are shared with another process.
+/// management, and leaves cudaMalloc in place when WORKBOOK_FENCED_MEMORY=0 (to compare the two).
+/// Not for remote grading, whose buffers are shared with another process.
 void install_fenced_memory();
 
 /// `bytes` of device memory whose end lies within 256 bytes of an unmapped range; 256-byte aligned.
