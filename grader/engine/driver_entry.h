@@ -7,14 +7,17 @@
 
 namespace workbook {
 
-/// Sets `fn` to the driver's `name` (its CUDA 12 version); false, `fn` untouched, where there is none.
+/// Sets `fn` to the driver's `name` (its CUDA 12 version: the v2 stream memory operations, on by default on
+/// every platform); false, `fn` untouched, where there is none.
 template <typename F>
 bool find_driver_entry(const char* name, F& fn) {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult found{};
     if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess || !p ||
-        found != cudaDriverEntryPointSuccess)
+        found != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();  // a failed look-up leaves no error behind for the next runtime call
         return false;
+    }
     fn = reinterpret_cast<F>(p);
     return true;
 }

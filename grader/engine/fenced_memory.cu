@@ -1,7 +1,6 @@
 /// @file fenced_memory.cu
 #include "engine/fenced_memory.h"
 
-#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,23 +11,11 @@
 #include <unordered_map>
 
 #include "engine/buffer_hooks.h"
-#include "engine/driver_entry.h"
+#include "engine/driver_memory.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook {
 namespace {
-
-/// The driver's virtual-memory calls, found through the runtime so the grader needs no -lcuda.
-struct Driver {
-    decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
-    decltype(&cuMemAddressReserve) reserve = nullptr;
-    decltype(&cuMemAddressFree) address_free = nullptr;
-    decltype(&cuMemCreate) create = nullptr;
-    decltype(&cuMemRelease) release = nullptr;
-    decltype(&cuMemMap) map = nullptr;
-    decltype(&cuMemUnmap) unmap = nullptr;
-    decltype(&cuMemSetAccess) set_access = nullptr;
-};
 
 /// One fenced allocation: the reserved range, the mapped part inside it, and its physical memory.
 struct Fence {
@@ -41,7 +28,7 @@ struct Fence {
 
 struct State {
     std::mutex lock;
-    Driver driver;
+    DriverMemory driver;
     CUmemAllocationProp prop{};
     std::size_t granule = 0;
     std::unordered_map<void*, Fence> fences;
@@ -64,7 +51,7 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 
 /// Frees what a fence holds, in the reverse order of allocate_fenced; errors are ignored (a device that
 /// faulted keeps its sticky error, and the memory must still go back).
-void tear_down(const Driver& d, const Fence& f) {
+void tear_down(const DriverMemory& d, const Fence& f) {
     if (f.mapped_bytes) d.unmap(f.mapped, f.mapped_bytes);
     if (f.handle) d.release(f.handle);
     if (f.reserved_bytes) d.address_free(f.reserved, f.reserved_bytes);
@@ -90,15 +77,10 @@ void install_fenced_memory() {
     // WORKBOOK_FENCED_MEMORY=0: plain cudaMalloc, to measure what the mappings cost against it.
     if (const char* v = std::getenv("WORKBOOK_FENCED_MEMORY"); v && std::string(v) == "0") return;
     State& s = state();
-    Driver& d = s.driver;
+    DriverMemory& d = s.driver;
     int device = 0;
     WB_CUDA_CHECK(cudaGetDevice(&device));
-    const bool found =
-        find_driver_entry("cuMemGetAllocationGranularity", d.granularity) &&
-        find_driver_entry("cuMemAddressReserve", d.reserve) && find_driver_entry("cuMemAddressFree", d.address_free) &&
-        find_driver_entry("cuMemCreate", d.create) && find_driver_entry("cuMemRelease", d.release) &&
-        find_driver_entry("cuMemMap", d.map) && find_driver_entry("cuMemUnmap", d.unmap) &&
-        find_driver_entry("cuMemSetAccess", d.set_access);
+    const bool found = find_driver_memory(d) == nullptr;
     s.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     s.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     s.prop.location.id = device;
@@ -114,7 +96,7 @@ void install_fenced_memory() {
 
 void* allocate_fenced(std::size_t bytes) {
     State& s = state();
-    const Driver& d = s.driver;
+    const DriverMemory& d = s.driver;
     Fence f;
     f.mapped_bytes = round_up(bytes ? bytes : 1, s.granule);
     f.reserved_bytes = f.mapped_bytes + 2 * s.granule;  // an unmapped granule on each side

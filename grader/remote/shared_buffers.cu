@@ -12,53 +12,24 @@
 #include <string>
 
 #include "engine/buffer_hooks.h"
+#include "engine/driver_memory.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook::remote {
 namespace {
 
-/// The driver's virtual-memory calls, found through the runtime so the grader needs no link to libcuda
-/// (it must start, and say so, on machines without a driver).
-struct Driver {
-    decltype(&cuMemCreate) create = nullptr;
-    decltype(&cuMemRelease) release = nullptr;
-    decltype(&cuMemAddressReserve) reserve = nullptr;
-    decltype(&cuMemAddressFree) address_free = nullptr;
-    decltype(&cuMemMap) map = nullptr;
-    decltype(&cuMemUnmap) unmap = nullptr;
-    decltype(&cuMemSetAccess) set_access = nullptr;
-    decltype(&cuMemExportToShareableHandle) export_handle = nullptr;
-    decltype(&cuMemImportFromShareableHandle) import_handle = nullptr;
-    decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
-
-    static const Driver& get() {
-        static const Driver d = [] {
-            Driver r;
-            WB_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context first
-            auto find = [](const char* name, auto& fn) {
-                void* p = nullptr;
-                cudaDriverEntryPointQueryResult found{};
-                WB_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found));
-                if (!p || found != cudaDriverEntryPointSuccess)
-                    throw std::runtime_error(std::string("the CUDA driver has no ") + name +
-                                             ", which remote grading needs (a driver for CUDA 12 or newer)");
-                fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-            };
-            find("cuMemCreate", r.create);
-            find("cuMemRelease", r.release);
-            find("cuMemAddressReserve", r.reserve);
-            find("cuMemAddressFree", r.address_free);
-            find("cuMemMap", r.map);
-            find("cuMemUnmap", r.unmap);
-            find("cuMemSetAccess", r.set_access);
-            find("cuMemExportToShareableHandle", r.export_handle);
-            find("cuMemImportFromShareableHandle", r.import_handle);
-            find("cuMemGetAllocationGranularity", r.granularity);
-            return r;
-        }();
-        return d;
-    }
-};
+/// The driver's virtual-memory calls, found once; a driver without them cannot share buffers.
+const DriverMemory& driver() {
+    static const DriverMemory d = [] {
+        DriverMemory r;
+        WB_CUDA_CHECK(cudaFree(nullptr));  // the runtime's context first
+        if (const char* missing = find_driver_memory(r))
+            throw std::runtime_error(std::string("the CUDA driver has no ") + missing +
+                                     ", which remote grading needs (a driver for CUDA 12 or newer)");
+        return r;
+    }();
+    return d;
+}
 
 void drv(CUresult r, const char* what) {
     if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(r));
@@ -76,7 +47,7 @@ CUmemAllocationProp device_prop() {
 }
 
 /// Reserves an address range for `handle` and maps it read-write for this device.
-CUdeviceptr map_device(const Driver& d, CUmemGenericAllocationHandle handle, std::size_t size) {
+CUdeviceptr map_device(const DriverMemory& d, CUmemGenericAllocationHandle handle, std::size_t size) {
     CUdeviceptr ptr = 0;
     drv(d.reserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
     drv(d.map(ptr, size, 0, handle, 0), "cuMemMap");
@@ -101,7 +72,7 @@ void* SharedBuffers::allocate(std::size_t bytes, bool device) {
     void* base = nullptr;
     int fd = -1;
     if (device) {
-        const Driver& d = Driver::get();
+        const DriverMemory& d = driver();
         CUmemAllocationProp prop = device_prop();
         std::size_t gran = 0;
         drv(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
@@ -146,7 +117,7 @@ void SharedBuffers::release(void* p, bool) {
         }
     }
     if (b.device) {
-        const Driver& d = Driver::get();
+        const DriverMemory& d = driver();
         const auto ptr = reinterpret_cast<CUdeviceptr>(p);
         cudaDeviceSynchronize();  // the grader's own work on the buffer ends before it is unmapped
         d.unmap(ptr, b.size);
@@ -176,7 +147,7 @@ void MappedBuffers::map(uint64_t id, std::size_t size, bool device, int fd) {
     if (fd < 0) throw ChannelError("a shared buffer arrived without its descriptor");
     Mapping m{nullptr, size, device, 0};
     if (device) {
-        const Driver& d = Driver::get();
+        const DriverMemory& d = driver();
         CUmemGenericAllocationHandle handle = 0;
         drv(d.import_handle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
@@ -198,7 +169,7 @@ void MappedBuffers::unmap(uint64_t id) {
     const Mapping m = it->second;
     mappings_.erase(it);
     if (m.device) {
-        const Driver& d = Driver::get();
+        const DriverMemory& d = driver();
         cudaDeviceSynchronize();
         const auto ptr = reinterpret_cast<CUdeviceptr>(m.base);
         d.unmap(ptr, m.size);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/driver_entry.h"
 #include "workbook/cuda_check.h"
 
 namespace workbook::remote {
@@ -14,16 +15,7 @@ const StreamGate& StreamGate::get() {
     static const StreamGate gate = [] {
         StreamGate g;
         auto find = [&g](const char* name, void*& fn) {
-            void* p = nullptr;
-            cudaDriverEntryPointQueryResult found{};
-            // Version 12000: the v2 operations, on by default on every platform (v1 needed a module option).
-            if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-                !p || found != cudaDriverEntryPointSuccess) {
-                cudaGetLastError();
-                g.why_not_ = std::string("the CUDA driver has no ") + name;
-                return;
-            }
-            fn = p;
+            if (!find_driver_entry(name, fn)) g.why_not_ = std::string("the CUDA driver has no ") + name;
         };
         find("cuStreamWaitValue32", g.wait_);
         find("cuStreamWriteValue32", g.write_);

@@ -33,6 +33,13 @@ void fail(Channel& c, const std::string& why) {
     c.send(Kind::failure, w.bytes());
 }
 
+/// Waits for the device; when a kernel failed, tells the grader why and returns false.
+bool device_work_finished(Channel& c, bool gpu) {
+    const std::string problem = finish_device_work(gpu);
+    if (!problem.empty()) fail(c, problem);
+    return problem.empty();
+}
+
 }  // namespace
 
 int serve(int fd, int lesson, const std::string& library) {
@@ -123,11 +130,7 @@ int serve(int fd, int lesson, const std::string& library) {
                     if (index >= entries.size()) throw ChannelError("a call to an entry this lesson does not have");
                     Writer out;
                     entries[index](r, state, out);
-                    const std::string problem = finish_device_work(gpu);
-                    if (!problem.empty()) {
-                        fail(channel, problem);
-                        return 1;
-                    }
+                    if (!device_work_finished(channel, gpu)) return 1;
                     channel.send(Kind::reply, out.bytes());
                     break;
                 }
@@ -142,18 +145,10 @@ int serve(int fd, int lesson, const std::string& library) {
                         cudaGraphExec_t exec = graph_for(calls, count);
                         if (exec && cudaGraphLaunch(exec, state.own_stream()) == cudaSuccess) done_launching = true;
                         cudaGetLastError();
-                        const std::string problem = finish_device_work(gpu);
-                        if (!problem.empty()) {
-                            fail(channel, problem);
-                            return 1;
-                        }
+                        if (!device_work_finished(channel, gpu)) return 1;
                     }
                     if (!done_launching) first_error = run_calls(calls, count);
-                    const std::string problem = finish_device_work(gpu);
-                    if (!problem.empty()) {
-                        fail(channel, problem);
-                        return 1;
-                    }
+                    if (!device_work_finished(channel, gpu)) return 1;
                     Writer out;
                     out.put(first_error);
                     channel.send(Kind::reply, out.bytes());
@@ -215,11 +210,7 @@ int serve(int fd, int lesson, const std::string& library) {
                         gate.write(s, done, n0 + g);  // whatever was launched: the grader's stream waits for it
                     }
                     if (!direct) channel.send(Kind::reply, queued.bytes());
-                    const std::string problem = finish_device_work(gpu);
-                    if (!problem.empty()) {
-                        fail(channel, problem);
-                        return 1;
-                    }
+                    if (!device_work_finished(channel, gpu)) return 1;
                     Writer out;
                     out.put(first_error);
                     out.put<double>(state.marked_seconds(groups) * 1e3);
