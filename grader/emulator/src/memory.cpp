@@ -167,16 +167,34 @@ bool device_range_ok(const void* p, std::size_t bytes) {
     return al.live && a >= al.start && a + bytes <= al.start + al.bytes;
 }
 
-namespace {
-
-[[noreturn]] void report_illegal(uintptr_t a, std::size_t bytes, bool write, const void* pc) {
+void report_illegal_address(uintptr_t a, std::size_t bytes, bool write, const void* pc) {
     Heap& h = heap();
     std::ostringstream o;
-    o << "illegal address: " << where_now() << " " << (write ? "writes" : "reads") << " " << bytes
-      << " byte(s) at " << hex_address(a);
+    o << "illegal address: " << where_now() << " " << (write ? "writes" : "reads");
+    if (bytes) o << " " << bytes << " byte(s)";
+    o << " at " << hex_address(a);
     const uint32_t id = h.contains(a) ? h.granule_owner[(a - h.lo) >> kGranuleShift] : 0;
     if (id != 0 && !h.allocs[id].live) {
         o << ", inside a device buffer that was already freed";
+    } else if (!h.contains(a)) {
+        // Far from every buffer (an index that wrapped in 32 bits and was then sign-extended, a
+        // garbage pointer): the nearest buffer below or above tells how far the offset went.
+        const Allocation* below = nullptr;
+        const Allocation* above = nullptr;
+        for (const Allocation& al : h.allocs) {
+            if (!al.live || al.start == 0) continue;
+            if (al.start <= a && (!below || al.start > below->start)) below = &al;
+            if (al.start > a && (!above || al.start < above->start)) above = &al;
+        }
+        o << ", not inside any allocation";
+        if (a < (uintptr_t(1) << kGranuleShift))
+            o << " (a null pointer, or an offset from one)";
+        else if (below)
+            o << " (" << a - (below->start + below->bytes) << " byte(s) past the end of the " << below->bytes
+              << "-byte device buffer at " << hex_address(below->start) << ")";
+        else if (above)
+            o << " (" << above->start - a << " byte(s) before the " << above->bytes << "-byte device buffer at "
+              << hex_address(above->start) << ")";
     } else {
         // Name the nearest allocation below the address, so the offset points at the bug.
         const Allocation* near = nullptr;
@@ -192,8 +210,6 @@ namespace {
     if (!line.empty()) o << ", at " << line;
     raise_fault(cudaErrorIllegalAddress, o.str());
 }
-
-}  // namespace
 
 void check_typed_alignment(const void* addr, std::size_t alignment, const char* type, int kind, const void* pc) {
     if (!tls_unit) return;  // host code of the submission, or the grader's own plain kernels
@@ -245,7 +261,7 @@ namespace {
             return;
         }
     }
-    report_illegal(a, bytes, write, pc);
+    report_illegal_address(a, bytes, write, pc);
 }
 
 /// Every instrumented access of kernel code: small enough to be inlined into each hook, with the
@@ -263,7 +279,14 @@ inline __attribute__((always_inline)) void check_inline(const void* addr, std::s
         else shared_unordered_access(a - u->arena_lo, bytes, write);  // atomics never race, but they write
         return;
     }
-    if (a - g_heap_lo >= kHeapBytes) return;  // not device memory: the thread's stack, host memory
+    if (a - g_heap_lo >= kHeapBytes) {
+        // Not device memory: most often the fiber's own stack (a local whose address was taken);
+        // anything else is looked at out of line (wild_addresses.cpp).
+        const ThreadState* t = tls_thread;
+        if (t && a - (reinterpret_cast<uintptr_t>(t->stack.sp) - t->stack.size) < t->stack.size) return;
+        check_outside_device(a, bytes, write, pc);
+        return;
+    }
     if (__builtin_expect(tls_trace != nullptr, 0)) trace_access(a, bytes, write, false, pc);
     const CachedRanges& c = tls_ranges;
     if (c.generation == g_free_generation.load(std::memory_order_relaxed))
