@@ -30,10 +30,6 @@ std::string source_line(const void* pc);
 /// kernel's line (`pc`: a return address or one byte past the faulting instruction); `bytes` 0: unknown.
 [[noreturn]] void report_illegal_address(uintptr_t a, std::size_t bytes, bool write, const void* pc);
 
-/// A kernel's access outside the device range and outside its fiber's stack: an address that no
-/// mapping holds is an illegal address (see wild_addresses.cpp).
-void check_outside_device(uintptr_t a, std::size_t bytes, bool write, const void* pc);
-
 /// "block (3,0,0) thread (31,0,0)" of the running CUDA thread, or "" outside a kernel.
 std::string where_now();
 

@@ -63,7 +63,7 @@ TEST_F(Emulator, AReadFarOutsideEveryBufferIsAnIllegalAddressNamingTheLine) {
     for (long long offset : {kWrappedHeads, kBelowTheRange, kAboveTheRange}) {
         const std::string text = wild_read_text(offset);
         EXPECT_NE(text.find("illegal address: block (0,0,0) thread ("), std::string::npos) << text;
-        EXPECT_NE(text.find(" reads 4 byte(s) at "), std::string::npos) << text;
+        EXPECT_NE(text.find(" reads "), std::string::npos) << text;
         EXPECT_NE(text.find(line), std::string::npos) << text;
         if (offset != kWrappedHeads) EXPECT_NE(text.find("not inside any allocation"), std::string::npos) << text;
     }
@@ -73,7 +73,7 @@ TEST_F(Emulator, AWriteFarOutsideEveryBufferIsAnIllegalAddressNamingTheLine) {
     Buffer<float> y(256);
     wild_write<<<1, 32>>>(y.d, kAboveTheRange);
     const std::string text = illegal_address_text(cudaDeviceSynchronize());
-    EXPECT_NE(text.find(" writes 4 byte(s) at "), std::string::npos) << text;
+    EXPECT_NE(text.find(" writes "), std::string::npos) << text;
     EXPECT_NE(text.find("not inside any allocation"), std::string::npos) << text;
     EXPECT_NE(text.find("test_wild_addresses.cu:" + std::to_string(kWildWriteLine)), std::string::npos) << text;
 }
@@ -82,7 +82,7 @@ TEST_F(Emulator, ANullPointerReadIsAnIllegalAddress) {
     Buffer<float> out(32);
     wild_read<<<1, 32>>>(nullptr, 0, out.d);
     const std::string text = illegal_address_text(cudaDeviceSynchronize());
-    EXPECT_NE(text.find("at 0x0, not inside any allocation"), std::string::npos) << text;
+    EXPECT_NE(text.find("at 0x0, not inside any allocation (a null pointer"), std::string::npos) << text;
 }
 
 /// The fault's text of hidden_read at `offset_bytes` from a buffer, or "" when it ran; the device is
