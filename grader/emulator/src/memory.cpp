@@ -190,7 +190,9 @@ bool device_range_ok(const void* p, std::size_t bytes) {
             if (al.start > a && (!above || al.start < above->start)) above = &al;
         }
         o << ", not inside any allocation";
-        if (a < (uintptr_t(1) << kGranuleShift))
+        if (a >> kUserAddressBits)
+            o << " (past the 47-bit user address space)";
+        else if (a < (uintptr_t(1) << kGranuleShift))
             o << " (a null pointer, or an offset from one)";
         else if (below)
             o << " (" << a - (below->start + below->bytes) << " byte(s) past the end of the " << below->bytes
