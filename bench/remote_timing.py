@@ -36,13 +36,24 @@ def _grader_and_library(build, lesson_name):
     return cfg["grader"], os.path.join(cfg["lib_dir"], f"{lesson_name}_reference.so")
 
 
-def _env(device, clock=None):
+def call_limits(timeout):
+    """(call timeout, batch phase seconds) for a run killed after `timeout` s: a hung call, and then the
+    batch watchdog's phase after it, end the run with their message well before the kill."""
+    call = max(5, min(30, (timeout - 20) // 4))
+    return call, call + 5
+
+
+def _env(device, clock=None, trace=True, timeout=300):
     env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device)
     if clock:
         env["WORKBOOK_REMOTE_CLOCK"] = clock
         env["WORKBOOK_REMOTE_DIAG"] = "1"
+        # Both processes print each phase of a timed batch (stderr, kept in the run's log).
+        if trace:
+            env["WORKBOOK_REMOTE_TRACE"] = "1"
+        env["WORKBOOK_REMOTE_PHASE_SECONDS"] = str(call_limits(timeout)[1])
     return env
 
 
@@ -55,12 +66,12 @@ def one_process(grader, lib, lesson, args, path, log):
 def remote(grader, lib, lesson, args, clock, path, log):
     """As `./grade --remote` does: the library served by a second process behind a socket."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    env = _env(args.device, clock)
+    env = _env(args.device, clock, trace=args.trace, timeout=args.timeout)
     host = subprocess.Popen([grader, "--serve", str(theirs.fileno()), "--lesson", str(lesson), "--student", lib],
                             pass_fds=(theirs.fileno(),), env=env, stdout=log, stderr=subprocess.STDOUT)
     theirs.close()
     cmd = [grader, "--lesson", str(lesson), "--remote-student", str(mine.fileno()), "--reference", lib, "--cases",
-           args.cases, "--samples", str(args.samples), "--json", path]
+           args.cases, "--samples", str(args.samples), "--watchdog", str(call_limits(args.timeout)[0]), "--json", path]
     try:
         return subprocess.run(cmd, env=env, pass_fds=(mine.fileno(),), stdout=log, stderr=subprocess.STDOUT,
                               timeout=args.timeout).returncode
@@ -101,7 +112,11 @@ def run(argv=None):
     p.add_argument("--clocks", default="grouped,stream")
     p.add_argument("--device", help="the GPU (CUDA_VISIBLE_DEVICES, PCI order)")
     p.add_argument("--cases", default="bench_128x4096", help="the correctness cases run first (--cases of the grader)")
-    p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--timeout", type=int, default=300,
+                   help="seconds before a run is killed; the grader's call timeout and batch watchdog end a hang "
+                        "well before it")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="no WORKBOOK_REMOTE_TRACE lines from the remote runs (on by default)")
     p.add_argument("--build", default=os.environ.get("WORKBOOK_BUILD_DIR", os.path.join(ROOT, "build")))
     args = p.parse_args(argv)
     lesson = int(args.lesson.replace("lesson", ""))

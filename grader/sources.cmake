@@ -23,7 +23,7 @@ set(WB_BENCH_SOURCES ${_g}/bench/bench_runner.cpp ${_g}/bench/gate_reason.cpp ${
 set(WB_REMOTE_SOURCES
   ${_g}/remote/remote_channel.cpp ${_g}/remote/shared_buffers.cu ${_g}/remote/remote_student.cu
   ${_g}/remote/remote_registry.cpp ${_g}/remote/submission_host.cu ${_g}/remote/stream_gate.cu
-  ${_g}/remote/batch_watchdog.cpp)
+  ${_g}/remote/batch_watchdog.cpp ${_g}/remote/remote_trace.cpp)
 
 # Every lesson's plan, found from its folder; the plans shared by several lessons in lessons/common.
 file(GLOB WB_LESSON_SOURCES CONFIGURE_DEPENDS ${_g}/lessons/*/*.cu ${_g}/lessons/*/*.cpp)

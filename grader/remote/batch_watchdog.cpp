@@ -76,6 +76,7 @@ void BatchWatchdog::watch() {
             continue;
         }
         std::fprintf(stderr, "%s; trying to end the wait\n", expired_.c_str());
+        std::fflush(stderr);
         // On a thread of its own: should the rescue block too, the stop below still comes.
         std::thread(std::move(rescue_)).detach();
         rescue_ = nullptr;

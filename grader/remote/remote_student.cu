@@ -21,6 +21,7 @@
 #include "remote/proxy.h"
 #include "remote/remote_calls.h"
 #include "remote/remote_registry.h"
+#include "remote/remote_trace.h"
 #include "remote/shared_buffers.h"
 #include "remote/stream_gate.h"
 #include "workbook/cuda_check.h"
@@ -77,6 +78,7 @@ Message await_reply(Link& link) {
 }
 
 void begin_batch() {
+    remote_trace("grader", "begin_batch");
     for (Link& l : g_links) {
         l.batching = l.channel != nullptr;
         l.queued = 0;
@@ -120,8 +122,10 @@ void wall_batch(Link& l, cudaStream_t stream, TimedBatch& batch) {
     w.put<uint32_t>(l.queued);
     w.append(l.batch.bytes());
     const auto start = std::chrono::steady_clock::now();
+    remote_trace("grader", "wall: send batch calls=" + std::to_string(l.queued) + "; awaiting the reply");
     send(l, Kind::batch, w);
     const Message m = await_reply(l);
+    remote_trace("grader", "wall: reply received");
     batch.group_seconds = {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
     batch.group_launches = {static_cast<int>(std::max<size_t>(1, l.launch_ends.size()))};
     batch.after_clock(stream);
@@ -130,14 +134,20 @@ void wall_batch(Link& l, cudaStream_t stream, TimedBatch& batch) {
     check_result(r);
 }
 
-/// The words the timed batches are gated on, in one small buffer shared with both processes: per
-/// side a go and a done word (16 bytes apart), and a word only the grader's own streams use.
+/// The words the timed batches are gated on: in one small buffer shared with both processes, per
+/// side a go and a done word (16 bytes apart); and the grader's own hold word, in mapped pinned host
+/// memory, which its stream waits on and the CPU writes. The hold is released by a store from the
+/// CPU, not by a write queued on another stream of the grader's: an order made through stream memory
+/// operations is invisible to CUDA's scheduler, which may put that write behind the very wait it
+/// ends (the driver's documented deadlock), and a CPU store also lets the watchdog release a hold
+/// without a CUDA call that could block.
 struct GateWords {
     uint32_t* words = nullptr;
     uint64_t id = 0, offset = 0;
     uint32_t count = 0;      ///< gate values handed out so far (every group takes one)
     uint32_t holds = 0;      ///< the grader's own hold word's last value
-    cudaStream_t side = nullptr;  ///< a stream of the grader's that releases the hold
+    uint32_t* hold_host = nullptr;  ///< the hold word, as the CPU writes it (cudaHostAllocMapped)
+    void* hold_device = nullptr;    ///< the same word, as the grader's stream waits on it
     std::vector<cudaEvent_t> marks;
     std::vector<double> calibration;  ///< the gate's own time, each empty group's, seconds
     uint32_t batches = 0;
@@ -151,7 +161,6 @@ struct GateWords {
     }
     uint32_t* go(int side_index) { return words + 4 * side_index; }
     uint32_t* done(int side_index) { return words + 4 * side_index + 1; }
-    uint32_t* hold() { return words + 16; }
 };
 GateWords g_gate;
 
@@ -170,6 +179,9 @@ std::string remote_clock() {
     return clock != "wall" && StreamGate::get().available() ? clock : "wall";
 }
 
+/// Releases the grader's hold: a store from the CPU, which nothing on the GPU can delay.
+void open_hold(uint32_t* word, uint32_t n) { __atomic_store_n(word, n, __ATOMIC_SEQ_CST); }
+
 /// Opens a gate the other process will never open: the grader's stream stops waiting on it.
 void release_gate(void* word, uint32_t n) {
     cudaStream_t side = nullptr;
@@ -182,12 +194,23 @@ void release_gate(void* word, uint32_t n) {
 
 void ensure_gate() {
     if (g_gate.words) return;
+    remote_trace("grader", "making the gate's words (shared device memory, mapped host memory for the hold)");
     g_gate.words = static_cast<uint32_t*>(allocate_device(4096));
     WB_CUDA_CHECK(cudaMemset(g_gate.words, 0, 4096));
+    void* host = nullptr;
+    WB_CUDA_CHECK(cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    g_gate.hold_host = static_cast<uint32_t*>(host);
+    open_hold(g_gate.hold_host, 0);
+    WB_CUDA_CHECK(cudaHostGetDevicePointer(&g_gate.hold_device, host, 0));
     WB_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any stream of either process reads the words
     if (!SharedBuffers::instance().locate(g_gate.words, g_gate.id, g_gate.offset))
         throw std::logic_error("the gate's words are not in a shared buffer");
-    WB_CUDA_CHECK(cudaStreamCreateWithFlags(&g_gate.side, cudaStreamNonBlocking));
+    remote_trace("grader", "gate's words made");
+}
+
+/// "<first>..<last>" of a batch's go and done values, for the trace.
+std::string span(uint32_t n0, uint32_t groups) {
+    return groups ? std::to_string(n0) + ".." + std::to_string(n0 + groups - 1) : std::string("none");
 }
 
 /// One gated batch on `l`'s process: its calls in groups (`ends[g]`: calls and bytes by the end of
@@ -206,10 +229,17 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
                                 const std::function<void(cudaStream_t)>& before_each,
                                 const std::function<void(cudaStream_t)>& after, double& own, double& their_ms) {
     const StreamGate& gate = StreamGate::get();
+    BatchWatchdog& dog = batch_watchdog();
+    struct EndWatch {
+        ~EndWatch() { batch_watchdog().end(); }  // however this returns: a watch left on would end the run
+    } end_watch;
+    const double backstop = batch_phase_seconds(g_timeout, std::getenv("WORKBOOK_REMOTE_PHASE_SECONDS"));
+    dog.begin("making the gate's words", backstop);
     ensure_gate();
     const auto groups = static_cast<uint32_t>(ends.size());
     const uint32_t n0 = g_gate.count + 1;
     g_gate.count += groups;
+    const std::string who = "side=" + std::to_string(side) + " ";
     Writer w;
     w.put<uint32_t>(calls);
     w.put<uint64_t>(g_gate.id);
@@ -224,32 +254,28 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
     w.append(bytes);
     // Every wait below has its own limit (g_timeout, the stream's watchdog); the batch watchdog is
     // the last resort for a wait inside a CUDA call, which nothing else can end.
-    BatchWatchdog& dog = batch_watchdog();
-    struct EndWatch {
-        ~EndWatch() { batch_watchdog().end(); }  // however this returns: a watch left on would end the run
-    } end_watch;
-    const double backstop = g_timeout + 30;
     dog.begin("sending the batch to " + l.who + " and waiting until it is queued", backstop);
+    remote_trace("grader", who + "send timed_batch calls=" + std::to_string(calls) + " groups=" + std::to_string(groups) +
+                               " go/done=" + span(n0, groups) + "; awaiting 'queued'");
     send(l, Kind::timed_batch, w);
     const Message queued = await_reply(l);  // the other process has queued it all (or says why it launches late)
     const uint32_t hold = ++g_gate.holds;
+    remote_trace("grader", who + "'queued' received; hold=" + std::to_string(hold));
     (void)g_gate.mark(2 * groups);  // the events made now: nothing queued under the hold may block
     try {
         // The poison runs at once, not under the hold: with it, a batch of 256 small calls would put
         // over a thousand operations behind one wait, past what a stream queues before its caller blocks.
         dog.begin("poisoning the outputs before the batch of " + l.who, backstop);
         if (before) before(stream);
-        void* hold_word = g_gate.hold();
-        cudaStream_t release_on = g_gate.side;
+        remote_trace("grader", who + "poison queued");
+        uint32_t* hold_word = g_gate.hold_host;
         dog.begin("queuing the grader's own work (" + std::to_string(groups) + " groups) behind its hold, for " + l.who,
-                  kHoldSeconds, [hold_word, release_on, hold] {
-                      try {
-                          StreamGate::get().write(release_on, hold_word, hold);
-                      } catch (const std::exception& e) {
-                          std::fprintf(stderr, "the grader could not release its hold: %s\n", e.what());
-                      }
+                  kHoldSeconds, [hold_word, hold] {
+                      open_hold(hold_word, hold);
+                      remote_trace("grader", "watchdog released the hold=" + std::to_string(hold));
                   });
-        gate.wait(stream, hold_word, hold);
+        gate.wait(stream, g_gate.hold_device, hold);
+        remote_trace("grader", who + "stream waits for hold>=" + std::to_string(hold) + " (host word)");
         WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(0), stream));
         for (uint32_t g = 0; g < groups; ++g) {
             if (before_each) before_each(stream);
@@ -257,18 +283,25 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
             gate.write(stream, g_gate.go(side), n0 + g);
             gate.wait(stream, g_gate.done(side), n0 + g);
             WB_CUDA_CHECK(cudaEventRecord(g_gate.mark(2 + 2 * g), stream));
+            if (remote_trace_on())
+                remote_trace("grader", who + "group " + std::to_string(g) + " queued: write go=" + std::to_string(n0 + g) +
+                                           ", wait done>=" + std::to_string(n0 + g));
         }
         if (after) after(stream);  // right behind the last stop: a launch still running then is seen
-        gate.write(release_on, hold_word, hold);  // everything is queued: the grader's stream may run
+        remote_trace("grader", who + "count queued; releasing hold=" + std::to_string(hold));
+        open_hold(hold_word, hold);  // everything is queued: the grader's stream may run
         dog.end();
         // Past its limit the watchdog released the hold: the batch still runs to its end (so the other
         // process's answer is read, and the next batch's is not taken for it), but it is not timed.
         const std::string late = dog.expired();
         dog.begin("waiting for " + l.who + " to finish the batch", backstop);
+        remote_trace("grader", who + "hold released; awaiting 'finished' (the host's device synchronise)");
         const Message finished = await_reply(l);
+        remote_trace("grader", who + "'finished' received; waiting for the grader's stream");
         dog.begin("waiting for the grader's stream to pass the batch's clocks, for " + l.who, backstop);
         const std::string err = wait_with_watchdog(stream, "the timed batch of " + l.who);
         dog.end();
+        remote_trace("grader", who + "grader's stream passed the batch" + (err.empty() ? "" : ": " + err));
         if (!err.empty()) throw std::runtime_error("the timed batch: " + err);
         if (!late.empty()) throw std::runtime_error(late + "; the watchdog released the hold, so the batch is not timed");
         std::vector<double> seconds(groups);
@@ -288,10 +321,19 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
         their_ms = f.get<double>();
         return seconds;
     } catch (...) {
+        std::string why = "not a std::exception";
+        try {
+            throw;
+        } catch (const std::exception& e) {
+            why = e.what();
+        } catch (...) {
+        }
+        remote_trace("grader", who + "batch failed: " + why);
+        open_hold(g_gate.hold_host, hold);  // a store: safe even after a hang
         if (!device_hung()) {
             dog.begin("releasing the grader's gates after a failed batch of " + l.who, backstop);
-            release_gate(g_gate.hold(), hold);
             if (groups) release_gate(g_gate.done(side), n0 + groups - 1);
+            remote_trace("grader", who + "gates released after the failure");
         }
         dog.end();
         throw;
@@ -375,6 +417,8 @@ void end_batch(cudaStream_t stream, TimedBatch& batch) {
         return;
     }
     const std::string clock = remote_clock();
+    remote_trace("grader", "end_batch clock=" + clock + " side=" + std::to_string(active - g_links) +
+                               " calls=" + std::to_string(active->queued));
     if (clock == "wall") wall_batch(*active, stream, batch);
     else stream_batch(*active, static_cast<int>(active - g_links), stream, batch, clock == "grouped");
     buffer_hooks().clock_used = batch.clock;

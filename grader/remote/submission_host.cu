@@ -12,6 +12,7 @@
 #include "engine/launch_guard.h"
 #include "remote/remote_calls.h"
 #include "remote/remote_registry.h"
+#include "remote/remote_trace.h"
 #include "remote/stream_gate.h"
 #include "engine/submission.h"
 
@@ -21,10 +22,24 @@ namespace {
 /// Waits for every kernel the calls started, on any stream; "" or what went wrong.
 std::string finish_device_work(bool gpu) {
     if (!gpu) return "";
+    remote_trace("host", "device synchronise (waits for every stream of this process)");
     const cudaError_t e = cudaDeviceSynchronize();
+    remote_trace("host", std::string("device synchronise returned ") + cudaGetErrorName(e));
     if (e == cudaSuccess) return "";
     cudaGetLastError();
     return std::string("its kernel failed: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+/// A message kind's name, for the trace.
+const char* kind_name(Kind k) {
+    switch (k) {
+        case Kind::share: return "share";
+        case Kind::release: return "release";
+        case Kind::call: return "call";
+        case Kind::batch: return "batch";
+        case Kind::timed_batch: return "timed_batch";
+        default: return "other";
+    }
 }
 
 void fail(Channel& c, const std::string& why) {
@@ -110,6 +125,7 @@ int serve(int fd, int lesson, const std::string& library) {
         }
         try {
             Reader r(m.body);
+            remote_trace("host", std::string("message ") + kind_name(m.kind) + " received");
             switch (m.kind) {
                 case Kind::share: {
                     const auto id = r.get<uint64_t>();
@@ -184,6 +200,8 @@ int serve(int fd, int lesson, const std::string& library) {
                         parts[g].assign(all.begin() + bytes_before, all.begin() + ends[g].second);
                         sizes[g] = ends[g].first - calls_before;
                         if (sizes[g] && gpu) execs[g] = graph_for(parts[g], sizes[g]);
+                        remote_trace("host", "timed_batch group " + std::to_string(g) + ": " + std::to_string(sizes[g]) +
+                                                 " call(s), " + (execs[g] ? "a graph" : "launched directly"));
                         direct = direct || (sizes[g] && !execs[g]);
                         calls_before = ends[g].first;
                         bytes_before = ends[g].second;
@@ -194,6 +212,9 @@ int serve(int fd, int lesson, const std::string& library) {
                     queued.put<int64_t>(0);
                     // Launched one by one, calls may wait for their stream: the grader is told first, so
                     // its go can come; the clock then holds those launches' costs.
+                    remote_trace("host", "timed_batch calls=" + std::to_string(count) + " groups=" +
+                                             std::to_string(groups) + " go/done from " + std::to_string(n0) +
+                                             (direct ? "; 'queued' sent before launching" : ""));
                     if (direct) channel.send(Kind::reply, queued.bytes());
                     int64_t first_error = 0;
                     for (uint32_t g = 0; g < groups; ++g) {
@@ -208,13 +229,17 @@ int serve(int fd, int lesson, const std::string& library) {
                         }
                         state.mark(2 * g + 1, s);
                         gate.write(s, done, n0 + g);  // whatever was launched: the grader's stream waits for it
+                        remote_trace("host", "group " + std::to_string(g) + " queued: wait go>=" + std::to_string(n0 + g) +
+                                                 ", write done=" + std::to_string(n0 + g));
                     }
                     if (!direct) channel.send(Kind::reply, queued.bytes());
+                    remote_trace("host", "'queued' sent");
                     if (!device_work_finished(channel, gpu)) return 1;
                     Writer out;
                     out.put(first_error);
                     out.put<double>(state.marked_seconds(groups) * 1e3);
                     channel.send(Kind::reply, out.bytes());
+                    remote_trace("host", "'finished' sent");
                     break;
                 }
                 default: throw ChannelError("a message this process does not know");

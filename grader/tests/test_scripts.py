@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
@@ -197,6 +198,34 @@ class NcuTorchTests(unittest.TestCase):
         with self.assertRaises(SystemExit) as err:
             self.ncu.windows(k[:3], 4)
         self.assertIn("expected 4 profiled calls", str(err.exception))
+
+
+class RemoteTimingLimitsTests(unittest.TestCase):
+    """bench/remote_timing.py without a GPU: a hung remote run ends with the grader's own message
+    (its call timeout, then the batch watchdog's phase) before the script kills it."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import remote_timing
+        self.rt = remote_timing
+
+    def test_a_hang_ends_before_the_kill(self):
+        for timeout in (60, 80, 120, 300):
+            call, phase = self.rt.call_limits(timeout)
+            # The longest chain after a batch starts: the answer's wait, then the phase releasing the gates.
+            self.assertLess(call + phase, timeout - 30, timeout)
+            self.assertGreater(phase, call)
+        self.assertEqual(self.rt.call_limits(80), (15, 20))
+        self.assertEqual(self.rt.call_limits(3000), (30, 35))
+
+    def test_gated_runs_trace_both_processes_and_bound_the_phases(self):
+        env = self.rt._env(None, "stream", trace=True, timeout=80)
+        self.assertEqual(env["WORKBOOK_REMOTE_TRACE"], "1")
+        self.assertEqual(env["WORKBOOK_REMOTE_PHASE_SECONDS"], "20")
+        with mock.patch.dict(os.environ):
+            os.environ.pop("WORKBOOK_REMOTE_TRACE", None)
+            self.assertNotIn("WORKBOOK_REMOTE_TRACE", self.rt._env(None, "stream", trace=False, timeout=80))
+        self.assertNotIn("WORKBOOK_REMOTE_CLOCK", self.rt._env(None))
 
 
 class EmulatorCheckReuseTests(unittest.TestCase):
