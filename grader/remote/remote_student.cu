@@ -166,7 +166,7 @@ GateWords g_gate;
 
 /// The clock of the timed batches: WORKBOOK_REMOTE_CLOCK, "wall" when unset or where the driver lacks
 /// stream memory operations. "wall" is the default because it is the one proven on a GPU: on two H200
-/// at b723517 both gated clocks hung at their first timed batch (docs/results/gpu-check.md).
+/// at 7e3e76b both gated clocks hung at their first timed batch (docs/results/gpu-check.md).
 /// "grouped" and "stream" gate the other process on the GPU:
 /// "grouped" times the launches in the one-process timing's groups, less the gate's own time;
 /// "stream" times the whole batch as one group, nothing taken off (the clock before the groups,
