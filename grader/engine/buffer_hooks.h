@@ -72,12 +72,17 @@ inline void release_device(void* p) {
     else cudaFree(p);
 }
 
-/// Host memory for a tensor the submission sees (lesson 1).
-inline void* allocate_host(std::size_t bytes) {
-    if (buffer_hooks().allocate) return buffer_hooks().allocate(bytes, false);
+/// Plain host memory (never null: bad_alloc), what allocate_host gives without hooks.
+inline void* plain_host_allocation(std::size_t bytes) {
     void* p = std::malloc(bytes ? bytes : 1);
     if (!p) throw std::bad_alloc();
     return p;
+}
+
+/// Host memory for a tensor the submission sees (lesson 1).
+inline void* allocate_host(std::size_t bytes) {
+    if (buffer_hooks().allocate) return buffer_hooks().allocate(bytes, false);
+    return plain_host_allocation(bytes);
 }
 inline void release_host(void* p) {
     if (buffer_hooks().release) buffer_hooks().release(p, false);

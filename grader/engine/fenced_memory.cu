@@ -58,12 +58,7 @@ void tear_down(const DriverMemory& d, const Fence& f) {
 }
 
 void* hook_allocate(std::size_t bytes, bool device) {
-    if (!device) {
-        void* p = std::malloc(bytes ? bytes : 1);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
-    return allocate_fenced(bytes);
+    return device ? allocate_fenced(bytes) : plain_host_allocation(bytes);
 }
 
 void hook_release(void* p, bool device) {
