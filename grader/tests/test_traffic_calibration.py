@@ -20,6 +20,11 @@ SCRIPT = os.path.join(ROOT, "scripts", "traffic-calibration")
 FAKE_GRADE = textwrap.dedent("""\
     import json, os, sys, time
     args = sys.argv[1:]
+    if "--build-only" in args:  # ./grade lessonN --source F --build-only: compiles, grades nothing
+        with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(name=os.path.basename(args[args.index("--source") + 1]), event="build",
+                                    emulate=False)) + "\\n")
+        sys.exit(0)
     if "--profile" in args:  # ./grade lessonN --profile: the limit line is all the script reads
         with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
             f.write(json.dumps(dict(name="profile", event="profile", emulate=False)) + "\\n")
@@ -142,6 +147,17 @@ class EmulatedPredictionTests(unittest.TestCase):
             code, text, again = self.run_script(tmp, "--jobs", "8", "--gpu", "--profile", "--out", out)
             self.assertEqual(code, 0, text)
             self.assertEqual(len(again), len(events), "kept GPU reports were made again")
+
+    def test_build_jobs_compile_every_file_before_the_first_timed_grade(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, events = self.run_script(tmp, "--jobs", "8", "--gpu", "--build-jobs", "4",
+                                                 "--out", os.path.join(tmp, "out"))
+            self.assertEqual(code, 0, text)
+            kinds = [e["event"] for e in events if e["event"] in ("build", "gpu")]
+            builds = kinds.count("build")
+            self.assertEqual(builds, kinds.count("gpu"), events)
+            self.assertEqual(kinds, ["build"] * builds + ["gpu"] * builds, "a file was timed before all were built")
+            self.assertIn(f"compiled {builds} of {builds} file(s) for the GPU, 4 at a time", text)
 
     def test_one_at_a_time_by_default(self):
         with tempfile.TemporaryDirectory() as tmp:
