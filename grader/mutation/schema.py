@@ -148,10 +148,28 @@ def _balanced(src, a, b):
     return None
 
 
+_CONTROL_HEADER = re.compile(r"\b(?:if|while|for|switch)\s*(?:constexpr\s*)?\(")
+
+
+def _after_control_header(src, a, start):
+    """`a` moved past the header of an `if (C)` / `while (C)` / ... that ends between a and start: the
+    expression bounds walk over a bracket pair and its keyword, so for the body of a control statement
+    written without braces (`if constexpr (C) __syncthreads();`) they begin at the keyword."""
+    code = src.code
+    for m in _CONTROL_HEADER.finditer(code, a, start):
+        close = src.match.get(m.end() - 1)
+        if close is not None and close < start:
+            a = close + 1
+            while a < start and code[a].isspace():
+                a += 1
+    return a
+
+
 def _expression_region(src, start, end):
     """The smallest expression the expression bounds give that holds start..end: the operand or
     condition around the edit, or, for an edit across arguments, the whole call."""
     a, b = expression_bounds(src, start)
+    a = _after_control_header(src, a, start)
     balanced = _balanced(src, a, b) if a < b else None
     if balanced:
         a, b = balanced
@@ -176,6 +194,7 @@ def _expression_region(src, start, end):
     if depth_open is None:
         return None
     a, b = expression_bounds(src, depth_open)
+    a = _after_control_header(src, a, depth_open)
     balanced = _balanced(src, a, b) if a < b else None
     if balanced and balanced[0] <= start and end <= balanced[1]:
         return balanced
@@ -192,7 +211,14 @@ def _in_constant_context(src, start):
     i = start - 1
     while i >= 0 and code[i] not in ";{}":
         i -= 1
-    return _CONSTANT_STATEMENT.search(code, i + 1, start) is not None
+    begin = i + 1
+    # `if constexpr (C) statement;` with no braces: the statement after the condition is ordinary code,
+    # run when C holds; only the condition is a constant expression (a place of its own, `place_of`).
+    for m in _IF_CONSTEXPR.finditer(code, begin, start):
+        close = src.match.get(m.end() - 1)
+        if close is not None and close < start:
+            begin = max(begin, close + 1)
+    return _CONSTANT_STATEMENT.search(code, begin, start) is not None
 
 
 _IF_CONSTEXPR = re.compile(r"\bif\s+(constexpr)\s*\(")

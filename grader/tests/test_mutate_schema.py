@@ -62,6 +62,29 @@ int main() {
 }
 """
 
+# The body of an `if constexpr` written without braces is ordinary code: its mutants get places.
+TOY_IF_CONSTEXPR = """/** A second small program: `if constexpr (C) statement;` with no braces. */
+#include <cstdio>
+
+constexpr bool kOn = true;
+static int barriers = 0;
+static void __syncthreads() { ++barriers; }
+
+int step(int a, int b) {
+    int r = b;
+    if constexpr (kOn) r = a < b ? a + 1 : b;
+    if constexpr (kOn) __syncthreads();
+    if constexpr (kOn) std::printf("%d ", a == 0 ? 1 : 2);
+    return r;
+}
+
+int main() {
+    const int first = step(2, 5), second = step(0, 0);
+    std::printf("%d %d %d\\n", first, second, barriers);
+    return 0;
+}
+"""
+
 
 def numbered(text):
     return [(k + 1, m) for k, m in enumerate(operators.enumerate_mutants(text))]
@@ -100,6 +123,16 @@ class PlaceTest(unittest.TestCase):
         src = "constexpr int kA = 3;\nconstexpr int kB = kA - 1;\nint f(int v) { return v < kB ? 1 : 0; }\n"
         self.assertIsNone(self.place(src, "off-by-one@2"))
         self.assertEqual(self.place(src, "flip-cmp@3"), ("v < kB", "expr"))
+
+    def test_the_body_of_an_if_constexpr_without_braces_is_not_a_constant(self):
+        self.assertEqual(self.place(TOY_IF_CONSTEXPR, "flip-cmp@10"), ("a < b", "expr"))
+        self.assertEqual(self.place(TOY_IF_CONSTEXPR, "off-by-one@10"), ("a + 1", "expr"))
+        self.assertEqual(self.place(TOY_IF_CONSTEXPR, "flip-cmp@12"), ("a == 0", "expr"))
+        self.assertIsNotNone(self.place(TOY_IF_CONSTEXPR, "drop-sync@11"))
+        # Its condition is still the constant it was: a place of its own kind.
+        src = "constexpr int kA = 3;\nint f(int v) {\n    if constexpr (kA > 2) v = v + 1;\n    return v;\n}\n"
+        self.assertEqual(self.place(src, "flip-cmp@3"), ("constexpr (kA > 2)", "cond"))
+        self.assertEqual(self.place(src, "off-by-one@3"), ("v + 1", "expr"))
 
     def test_a_barrier_is_its_own_place_not_the_loop_before_it(self):
         src = ("__global__ void k(float* s) {\n    for (int i = 0; i < 4; ++i) {\n        s[i] = 0.0f;\n    }\n"
@@ -207,26 +240,35 @@ class SameResultTest(unittest.TestCase):
             env[schema.ENV] = str(k)
         return subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60).stdout
 
-    def test_every_mutant_runs_in_the_schema_as_it_runs_alone(self):
-        pairs = numbered(TOY)
-        placed, unplaced = schema.switches(TOY, pairs)
-        exe = self.build("schema", schema.build(TOY, placed))
+    def same_as_alone(self, text, at_least, outputs):
+        """Compiles the schema of every mutant of `text` and each mutant alone; asserts they print alike.
+        `at_least` mutants compared; `outputs`: how many different outputs the mutants must give at least."""
+        pairs = numbered(text)
+        placed, unplaced = schema.switches(text, pairs)
+        exe = self.build("schema", schema.build(text, placed))
         self.assertIsNotNone(exe, "the schema of the small program compiles")
-        reference = self.run_exe(self.build("reference", TOY))
+        reference = self.run_exe(self.build("reference", text))
         self.assertEqual(self.run_exe(exe), reference)
         self.assertEqual(self.run_exe(exe, 0), reference)
         compared = 0
         for k, m in pairs:
             if (k, m) in unplaced:
                 continue
-            alone = self.build(f"m{k}", m.apply(TOY))
+            alone = self.build(f"m{k}", m.apply(text))
             if alone is None:
                 continue
             self.assertEqual(self.run_exe(exe, k), self.run_exe(alone), m.name)
             compared += 1
-        self.assertGreaterEqual(compared, 15)
+        self.assertGreaterEqual(compared, at_least)
         # Mutants do change what it prints: the comparison above is not of identical programs.
-        self.assertGreater(len({self.run_exe(exe, k) for k, _ in pairs}), 5)
+        self.assertGreaterEqual(len({self.run_exe(exe, k) for k, _ in pairs}), outputs)
+
+    def test_every_mutant_runs_in_the_schema_as_it_runs_alone(self):
+        self.same_as_alone(TOY, 15, 6)
+
+    def test_mutants_in_an_if_constexpr_body_run_in_the_schema_as_alone(self):
+        self.assertEqual(schema.switches(TOY_IF_CONSTEXPR, numbered(TOY_IF_CONSTEXPR))[1], [])
+        self.same_as_alone(TOY_IF_CONSTEXPR, 4, 4)
 
     def test_coverage_names_every_mutant_that_could_change_the_output(self):
         """Coverage mode: the schema runs as the reference and marks each mutant infected (its value differs
