@@ -277,9 +277,9 @@ def place_of(src, mutant):
     """(start, end, kind) of the place that switches `mutant`, or None when there is none (the edit
     is in a constant expression, or in no expression or simple statement).
 
-    The condition of an `if constexpr` is a place of its own kind: the switch makes it a plain `if`
-    (both branches are then compiled for every instantiation; where one does not compile, the syntax
-    check names its line and the mutants are compiled alone)."""
+    The condition of an `if constexpr` is a place of its own kind (`_edits`: a branch is compiled where the
+    reference or a mutant takes it; where one does not compile, the syntax check names its line and the
+    mutants are compiled alone)."""
     cond = _if_constexpr_condition(src, mutant.start, mutant.end)
     if cond:
         return cond[0], cond[1], "cond"
@@ -449,15 +449,65 @@ def render(text, s, src=None):
     return f"{{ {head}{{ if (__wb_cover) __wb_hits({keys}); {original} }} }}"
 
 
+def _constexpr_branches(src, s):
+    """For a `cond` switch whose `if constexpr (C)` is followed by a block: (position of `if`, the
+    `else` keyword's span or None, the end of the whole if/else chain); None for any other shape."""
+    code, match = src.code, src.match
+    i = s.start - 1
+    while i >= 0 and code[i].isspace():
+        i -= 1
+    if i < 1 or code[i - 1:i + 1] != "if" or (i >= 2 and (code[i - 2].isalnum() or code[i - 2] == "_")):
+        return None
+    j = s.end
+    while j < len(code) and code[j].isspace():
+        j += 1
+    if j >= len(code) or code[j] != "{" or j not in match:
+        return None
+    k = match[j] + 1
+    while k < len(code) and code[k].isspace():
+        k += 1
+    has_else = code.startswith("else", k) and not (code[k + 4:k + 5].isalnum() or code[k + 4:k + 5] == "_")
+    return i - 1, ((k, k + 4) if has_else else None), _if_scope_end(src, s.end - 1)
+
+
+def _edits(text, s, src):
+    """The edits (start, end, new text) that switch `s`. The condition of an `if constexpr` followed by a
+    block stays a constant where it can:
+
+      if constexpr (C) {A} else B   ->   { if constexpr (C || C') if (SEL) {A} if constexpr (!(C && C')) if (!SEL) B }
+
+    SEL being the run-time switch between C and each mutant's C'. A branch is then compiled only for the
+    instantiations where the reference or a mutant takes it, as each compiled alone would; other shapes
+    become a plain `if` (both branches compiled for every instantiation)."""
+    shape = _constexpr_branches(src, s) if s.kind == "cond" and src is not None else None
+    if shape is None:
+        return [(s.start, s.end, render(text, s, src))]
+    if_at, else_span, end = shape
+    open_at = text.index("(", s.start)
+    conds = [_one_line(text[open_at + 1:s.end - 1])]
+    conds += [_one_line(text[open_at + 1:m.start] + m.replacement + text[m.end:s.end - 1]) for _, m in s.members]
+    any_true = " || ".join(f"static_cast<bool>({c})" for c in conds)
+    all_true = " && ".join(f"static_cast<bool>({c})" for c in conds)
+    sel = render(text, s, src).lstrip()
+    edits = [(if_at, s.end, f"{{ if constexpr ({any_true}) if {sel}")]
+    if else_span:
+        sel_line = _one_line(sel)
+        edits.append((else_span[0], else_span[1], f"if constexpr (!({all_true})) if (!{sel_line})"))
+    edits.append((end, end, " }"))
+    return edits
+
+
 def build(text, placed):
     """The schema source of the switches `placed` (sorted, not overlapping)."""
     src = Source(text)
+    edits = sorted((e for s in placed for e in _edits(text, s, src)), key=lambda e: (e[0], e[1]))
     out = []
     at = 0
-    for s in sorted(placed, key=lambda s: s.start):
-        out.append(text[at:s.start])
-        out.append(render(text, s, src))
-        at = s.end
+    for start, end, new in edits:
+        assert start >= at, "the edits of a schema do not overlap"
+        out.append(text[at:start])
+        out.append(new)
+        at = end
     out.append(text[at:])
     body = "".join(out)
     assert body.count("\n") == text.count("\n"), "a schema keeps the reference's lines"

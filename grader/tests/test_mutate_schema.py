@@ -85,6 +85,43 @@ int main() {
 }
 """
 
+# `if constexpr` chains whose branches compile only for some types: `v.a` only for Wide. As a plain `if`
+# every branch would be compiled for every instantiation, and the schema would not compile.
+TOY_BRANCHES = """/** A third small program: branches that compile only where their condition holds. */
+#include <cstdio>
+
+struct Wide {
+    int a, b, c;
+};
+template <typename T>
+int width(T v) {
+    if constexpr (sizeof(T) >= 8) {
+        return v.a + v.b;
+    } else if constexpr (sizeof(T) >= 4) {
+        return static_cast<int>(v) * 2;
+    } else {
+        return static_cast<int>(v) + 1;
+    }
+}
+template <int N>
+int steps() {
+    int r = 0;
+    if constexpr (N > 2 && N % 2 == 0) {
+        r = N / 2;
+    } else {
+        r = N;
+    }
+    return r;
+}
+
+int main() {
+    const Wide w{3, 4, 5};
+    std::printf("%d %d %d %d %d %d\\n", width(w), width(5), width(static_cast<char>(7)), steps<4>(), steps<3>(),
+                steps<2>());
+    return 0;
+}
+"""
+
 
 def numbered(text):
     return [(k + 1, m) for k, m in enumerate(operators.enumerate_mutants(text))]
@@ -109,15 +146,28 @@ class PlaceTest(unittest.TestCase):
         self.assertEqual(kind, "stmt")
         self.assertEqual(text, "for (int i = 0; i < n; ++i) out[0] += x[i];")
 
-    def test_an_if_constexpr_condition_becomes_a_plain_if(self):
+    def test_an_if_constexpr_condition_stays_a_constant_where_it_can(self):
         self.assertEqual(self.place(TOY, "flip-cmp@24"), ("constexpr (kLimit > 3)", "cond"))
         placed, _ = schema.switches(TOY, numbered(TOY))
-        out = schema.build(TOY, placed).splitlines()[23]
-        self.assertNotIn("constexpr", out)
-        self.assertTrue(out.startswith("    if           (__wb_mutant == 9 ? (static_cast<bool>(kLimit >= 3)) : "), out)
-        self.assertTrue(out.endswith(" : (kLimit > 3)) {"), out)
+        lines = schema.build(TOY, placed).splitlines()
+        # The branch is compiled where the reference or a mutant takes it; the run-time switch picks.
+        self.assertTrue(lines[23].startswith("    { if constexpr (static_cast<bool>(kLimit > 3) || "
+                                             "static_cast<bool>(kLimit >= 3)) if (__wb_mutant == 9 ? "
+                                             "(static_cast<bool>(kLimit >= 3)) : "), lines[23])
+        self.assertTrue(lines[23].endswith(" : (kLimit > 3)) {"), lines[23])
+        self.assertEqual(lines[25], "    } }")  # no else: the block closes the switch
         cond = next(s for s in placed if s.kind == "cond")
-        self.assertEqual(schema.lines_of(TOY, cond), (24, 26))  # its branches compile for every instantiation now
+        self.assertEqual(schema.lines_of(TOY, cond), (24, 26))  # its branches may compile for more instantiations
+
+    def test_an_if_constexpr_chain_keeps_its_else_branches(self):
+        placed, _ = schema.switches(TOY_BRANCHES, numbered(TOY_BRANCHES))
+        lines = schema.build(TOY_BRANCHES, placed).splitlines()
+        self.assertTrue(lines[8].startswith("    { if constexpr (static_cast<bool>(sizeof(T) >= 8) || "), lines[8])
+        # `} else if constexpr (...) {`: the else runs its chain where some variant is false, the chain a switch too.
+        self.assertTrue(lines[10].startswith("    } if constexpr (!(static_cast<bool>(sizeof(T) >= 8) && "), lines[10])
+        self.assertIn(" if (!(__wb_mutant == ", lines[10])
+        self.assertIn("{ if constexpr (static_cast<bool>(sizeof(T) >= 4) || ", lines[10])
+        self.assertTrue(lines[14].endswith("    } } }"), lines[14])  # the chain's end closes both
 
     def test_constant_expressions_get_no_place(self):
         src = "constexpr int kA = 3;\nconstexpr int kB = kA - 1;\nint f(int v) { return v < kB ? 1 : 0; }\n"
@@ -265,6 +315,10 @@ class SameResultTest(unittest.TestCase):
 
     def test_every_mutant_runs_in_the_schema_as_it_runs_alone(self):
         self.same_as_alone(TOY, 15, 6)
+
+    def test_if_constexpr_chains_run_in_the_schema_as_alone(self):
+        self.assertEqual(sum(1 for s in schema.switches(TOY_BRANCHES, numbered(TOY_BRANCHES))[0] if s.kind == "cond"), 3)
+        self.same_as_alone(TOY_BRANCHES, 7, 6)
 
     def test_mutants_in_an_if_constexpr_body_run_in_the_schema_as_alone(self):
         self.assertEqual(schema.switches(TOY_IF_CONSTEXPR, numbered(TOY_IF_CONSTEXPR))[1], [])
