@@ -2,8 +2,10 @@
 
 `prepare` builds one schema of the switches it is given and checks it with `g++ -fsyntax-only` (a few
 seconds). When the check fails, the switches on the lines the compiler's errors name are taken out
-(their mutants are compiled one by one, as without schemata) and the rest is checked again; when no
-error names a switch, the set is halved and each half checked apart. What passes is compiled (the
+and the rest is checked again; the named ones are checked again apart, as a schema of their own (a
+switch often fails only beside another), when they hold MIN_RETRY mutants or more, else compiled one
+by one, as without schemata. When no error names a switch, or every one is named, the set is halved
+and each half checked apart. What passes is compiled (the
 instrumented build, once; a failure there is narrowed the same way). Every schema that compiles is graded once as the reference (mutant 0): it
 must pass, or its mutants are graded one by one instead (a schema must change nothing but what its
 switches select).
@@ -13,6 +15,11 @@ import os
 from dataclasses import dataclass, field
 
 from . import grading, schema
+
+
+# The switches a failed compile names are tried again as a schema of their own when they hold at least
+# this many mutants; fewer are compiled one by one (a schema costs a compile and a reference run).
+MIN_RETRY = 4
 
 
 @dataclass
@@ -72,6 +79,22 @@ def prepare(lesson, text, placed, pairs, out, seed, timeout_s, log=print):
                 half = len(switches) // 2
                 return narrow(switches[:half], attempt) + narrow(switches[half:], attempt)
             names = ", ".join(m.name for s in dropped for _, m in s.members)
+            out_of = sum(len(s.members) for s in dropped)
+            if not kept:
+                # Every switch is named: halve, so that those that only fail together part.
+                if len(switches) == 1:
+                    singles.extend(m for _, m in switches[0].members)
+                    log(f"  a switch of {members} mutant(s) did not compile: {_first_error(e.output)}")
+                    return []
+                log(f"  schema of {members} mutant(s) did not compile; every switch is named: halved")
+                half = len(switches) // 2
+                return narrow(switches[:half], attempt) + narrow(switches[half:], attempt)
+            if out_of >= MIN_RETRY:
+                # Switches often fail only beside others (one mutant instantiates a template for types
+                # another's branch was not written for): the named ones are tried again as a schema of
+                # their own before any is compiled alone.
+                log(f"  schema of {members} mutant(s) did not compile: {names} tried apart")
+                return narrow(kept, attempt) + narrow(dropped, attempt)
             log(f"  schema of {members} mutant(s) did not compile: one by one instead: {names}")
             singles.extend(m for s in dropped for _, m in s.members)
             return narrow(kept, attempt)
@@ -88,7 +111,15 @@ def prepare(lesson, text, placed, pairs, out, seed, timeout_s, log=print):
         built.append((path, lib))
 
     sets = []
-    for group in narrow(placed, check):  # the parse and template instantiation: a few seconds a try
+    groups = narrow(placed, check)  # the parse and template instantiation: a few seconds a try
+    largest = max(groups, key=lambda g: sum(len(s.members) for s in g), default=None)
+    for group in groups:
+        few = sum(len(s.members) for s in group)
+        if group is not largest and few < MIN_RETRY:
+            # A schema costs a compile, a reference run and a coverage run: not worth it for so few.
+            log(f"  a schema of {few} mutant(s) would pass: one by one instead")
+            singles.extend(m for s in group for _, m in s.members)
+            continue
         sets += narrow(group, compile_set)  # then the instrumented build, once when all is well
     schemata = []
     for path, lib in built:

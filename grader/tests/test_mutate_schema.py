@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -257,6 +258,66 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(len(dropped), 2)
         self.assertEqual(len(kept), len(placed) - 2)
         self.assertEqual(schema.split_failures(TOY, placed, "ld: cannot find -lfoo\n", "schema-1.cu"), (None, []))
+
+
+class NarrowTest(unittest.TestCase):
+    """schema_compile.prepare with the compiler replaced: which mutants end in which schema."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
+        from mutation import grading, schema_compile
+        from workbook import emulated
+        self.tmp = tempfile.mkdtemp(prefix="narrow-test-")
+        self.saved = [(emulated, "check_for_emulator"), (emulated, "compile_for_emulator"),
+                      (grading, "grade_in_schema")]
+        self.saved = [(mod, name, getattr(mod, name)) for mod, name in self.saved]
+        self.emulated, self.grading, self.schema_compile = emulated, grading, schema_compile
+
+    def tearDown(self):
+        for mod, name, value in self.saved:
+            setattr(mod, name, value)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def prepare(self, fails):
+        """Runs prepare on the small program; `fails(lines)` -> the lines a compile of a schema holding
+        switches on `lines` reports errors on (empty: it compiles)."""
+        from workbook.build import BuildError
+        pairs = numbered(TOY)
+        placed, _ = schema.switches(TOY, pairs)
+        line_of = {k: schema.lines_of(TOY, s)[0] for s in placed for k, _ in s.members}
+
+        def check(lesson, path, shown):
+            with open(path, encoding="utf-8") as f:
+                present = {line_of[int(k)] for k in re.findall(rf"{schema.VAR} == (\d+)", f.read())}
+            bad = fails(present)
+            if bad:
+                raise BuildError("did not compile", "".join(f"{path}:{b}:5: error: no match\n" for b in sorted(bad)))
+
+        self.emulated.check_for_emulator = check
+        self.emulated.compile_for_emulator = lambda lesson, path, shown: path + ".so"
+        self.grading.grade_in_schema = lambda *a, **k: (self.grading.SURVIVED, "", 0.0)
+        lesson = types.SimpleNamespace(name="toy", solution=os.path.join(self.tmp, "toy.cu"))
+        built, singles = self.schema_compile.prepare(lesson, TOY, placed, pairs, self.tmp, 1, 60, log=lambda *_: None)
+        return [sorted({line_of[k] for k in s.numbers.values()}) for s in built], sorted(m.name for m in singles)
+
+    def test_switches_that_fail_only_together_go_into_schemata_apart(self):
+        # Any switch of line 23 beside any of line 25 fails (a template made for the other's types);
+        # line 40's switch fails on its own.
+        def fails(lines):
+            return ({23, 25} if {23, 25} <= lines else set()) | ({40} & lines)
+
+        schemata, singles = self.prepare(fails)
+        self.assertEqual(singles, ["off-by-one@40"])
+        self.assertEqual(len(schemata), 3, schemata)
+        for lines in schemata:
+            self.assertFalse({23, 25} <= set(lines), lines)
+        self.assertEqual(sorted(line for lines in schemata for line in lines),
+                         [17, 18, 23, 24, 25, 31, 37, 39])
+
+    def test_a_few_mutants_left_apart_are_compiled_one_by_one(self):
+        schemata, singles = self.prepare(lambda lines: {18, 40} & lines)
+        self.assertEqual(singles, ["flip-cmp@18", "loop-bound@18", "off-by-one@40"])
+        self.assertEqual(len(schemata), 1)
 
 
 def _compiler():
