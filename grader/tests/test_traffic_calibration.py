@@ -27,14 +27,19 @@ FAKE_GRADE = textwrap.dedent("""\
         sys.exit(0)
     if "--profile" in args:  # ./grade lessonN --profile: the limit line is all the script reads
         with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
-            f.write(json.dumps(dict(name="profile", event="profile", emulate=False)) + "\\n")
+            shape = args[args.index("--shape") + 1] if "--shape" in args else None
+            f.write(json.dumps(dict(name="profile", event="profile", emulate=False, shape=shape)) + "\\n")
+        if shape:
+            print("lesson2 at " + shape.replace("/", " ") + " on Fake GPU: one launch of each")
         print("most likely limit: too few blocks: the grid fills 1% of one wave")
         sys.exit(0)
     out = args[args.index("--json") + 1]
     name = os.path.basename(out)
     if "--emulate" not in args:  # a GPU grade
         with open(out, "w", encoding="utf-8") as f:
-            json.dump({"verdict": "fail-gate", "gpu": "Fake GPU", "bench": [{"ratio": 0.4}]}, f)
+            json.dump({"verdict": "fail-gate", "gpu": "Fake GPU", "bench": [
+                {"shape": "big_4096x4096", "dtype": "f16", "ratio": 0.9},
+                {"shape": "small_128x4096", "dtype": "bf16", "ratio": 0.4}]}, f)
         with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as f:
             f.write(json.dumps(dict(name=name, event="gpu", emulate=False)) + "\\n")
         sys.exit(2)
@@ -137,7 +142,10 @@ class EmulatedPredictionTests(unittest.TestCase):
             self.assertEqual(code, 0, text)
             graded = [e for e in events if e["event"] == "start"]
             self.assertEqual(len([e for e in events if e["event"] == "gpu"]), len(graded))
-            self.assertEqual(len([e for e in events if e["event"] == "profile"]), len(graded))
+            profiles = [e for e in events if e["event"] == "profile"]
+            self.assertEqual(len(profiles), len(graded))
+            # Each slow file is profiled where its measured ratio is lowest, not at the default shape.
+            self.assertEqual({e["shape"] for e in profiles}, {"small_128x4096/bf16"})
             with open(os.path.join(out, "traffic-calibration-fake-gpu.md"), encoding="utf-8") as f:
                 table = f.read()
             # Every prediction (fail-gate) meets a measured fail-gate, and both name too few blocks.
