@@ -342,14 +342,18 @@ std::vector<double> gated_batch(Link& l, int side, cudaStream_t stream, uint32_t
 
 /// The gate's own time: empty groups gated through the reference's process (the grader's own code,
 /// trusted), so the submission's process has no say in what is taken off its groups. The median
-/// of all such groups so far, recalibrated every 32 batches.
-double gate_seconds(int active_side) {
+/// of all such groups so far, recalibrated every 32 batches. Each empty group is preceded by the
+/// batch's own `before_each` (the L2 clear), as a timed group is: without it the switch to the other
+/// process measured about 12 us a group less than it costs after a kernel of the grader's (an H100,
+/// docs/results/gpu-check.md), and the grouped clock read 6% slow at one launch a group.
+double gate_seconds(int active_side, const std::function<void(cudaStream_t)>& before_each) {
     if (g_gate.batches++ % 32 == 0) {
         const int side = g_links[reference_side].channel ? reference_side : active_side;
         Link& l = g_links[side];
         const std::vector<std::pair<uint32_t, uint32_t>> empty(16, {0, 0});
         double own = 0, their_ms = 0;
-        for (double s : gated_batch(l, side, grader_stream(), 0, {}, empty, nullptr, nullptr, nullptr, own, their_ms))
+        for (double s : gated_batch(l, side, grader_stream(), 0, {}, empty, nullptr, before_each, nullptr, own,
+                                       their_ms))
             g_gate.calibration.push_back(s);
     }
     return median(g_gate.calibration);
@@ -364,7 +368,7 @@ double gate_seconds(int active_side) {
 /// off every group. The grouping is the one-process timing's (sets_for), so the figures are alike.
 /// Not `grouped` (the "stream" clock): the whole batch is one group, and nothing is taken off.
 void stream_batch(Link& l, int side, cudaStream_t stream, TimedBatch& batch, bool grouped) {
-    const double overhead = grouped ? gate_seconds(side) : 0;
+    const double overhead = grouped ? gate_seconds(side, batch.before_each) : 0;
     std::vector<std::pair<uint32_t, uint32_t>> ends;
     std::vector<int> launches;
     // "stream": the whole batch is one group, as the clock before the groups timed it.
