@@ -15,6 +15,7 @@ works the same for every lesson; a payload that finds it has escaped the sandbox
 its row from "correct" into a crash, and the check fails.
 """
 import argparse
+import atexit
 import hashlib
 import json
 import os
@@ -351,6 +352,16 @@ def run(argv=None):
     def check(name, ok, detail=""):
         checks.append((name, bool(ok), detail))
 
+    # Another class graded earlier from the same build folder (as a second section's board would be):
+    # its sources and its board's key must stay out of this class's sandboxes (`ned` looks for them).
+    decoy = os.path.join(os.environ.get("WORKBOOK_BUILD_DIR", os.path.join(ROOT, "build")),
+                         f"other-class-{os.getpid()}")
+    os.makedirs(os.path.join(decoy, "submissions"), exist_ok=True)
+    with open(os.path.join(decoy, "submissions", "zed.cu"), "w", encoding="utf-8") as f:
+        f.write("// student: zed\n")
+    with open(os.path.join(decoy, "board.key"), "w", encoding="utf-8") as f:
+        f.write("not for students\n")
+    atexit.register(shutil.rmtree, decoy, True)
     before = _snapshot(subs)
     runs = []
     for attempt in ("first run", "second run (cache)"):

@@ -2,7 +2,7 @@
 
 Every submission under DIR (a source file directly in DIR, named by its file, or a folder holding
 one source file, named by the folder) is built and graded in a sandbox (bubblewrap: the system and
-the project read-only, a private empty folder, no network, only the GPU's device nodes, nothing of
+the grader and the lessons' libraries read-only, a private empty folder, no network, only the GPU's device nodes, nothing of
 other students, the cache or the exports), with limits on time, memory, output, file size and
 processes, on fresh inputs from a seed drawn after it was handed in. Nothing a submission starts
 outlives its grading. One student's compile error, crash, hang or hostile code never stops or
@@ -59,7 +59,15 @@ def _sandbox(lesson, folder, out_dir, result_dir, want):
     hidden = [STATE_DIR, folder, os.path.join(BUILD_DIR, "submissions")] + [d for d in (out_dir, result_dir) if d]
     cfg = config()
     probe = [cfg["grader"], cfg["include_dir"], library(lesson, "reference") if lesson.needs_gpu else cfg["grader"]]
-    return Sandbox.detect(visible=[ROOT, BUILD_DIR], hidden=hidden, probe_paths=probe, want=want)
+    return Sandbox.detect(visible=_needed(cfg), hidden=hidden, probe_paths=probe, want=want)
+
+
+def _needed(cfg):
+    """What a submission's compile and grading read from the project: the grader's sources (headers and
+    the adapters), its program and the lessons' libraries. Never the whole project or build folder: an
+    instructor's other classes, their boards and exports may live anywhere in either (a class graded
+    after another saw the first one's sources on two H200 when the build folder was visible)."""
+    return [cfg["grader_root"], os.path.dirname(cfg["grader"]), cfg["lib_dir"]]
 
 
 def _meta(sandbox):

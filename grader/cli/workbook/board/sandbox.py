@@ -1,7 +1,7 @@
 """Running untrusted code (a student's compile and grading) in a sandbox with named limits.
 
 The sandbox is bubblewrap: a new mount, PID, network, IPC, UTS and user namespace, the system folders
-(/usr, /etc, /opt, /lib*, /sys) and the project read-only and nothing else of the machine, a private empty writable folder at /tmp/sandbox, fresh /tmp, no network, only the GPU
+(/usr, /etc, /opt, /lib*, /sys) and the grader's sources, program and lesson libraries read-only and nothing else of the machine, a private empty writable folder at /tmp/sandbox, fresh /tmp, no network, only the GPU
 device nodes CUDA needs, and nothing of other students, the result store or the exports (those
 paths are covered by empty tmpfs mounts). When the board runs as root, bubblewrap itself is started as
 the unprivileged user `nobody` where user namespaces allow it, so the submission holds no privilege at
@@ -222,7 +222,7 @@ class Sandbox:
         cmd += ["--dev", "/dev", "--proc", "/proc"]
         for p in _SCRATCH:
             cmd += ["--tmpfs", p]
-        for p in self.visible:  # the project and its build, wherever they live
+        for p in self.visible:  # what a grading reads of the project (leaderboard._needed)
             if os.path.isdir(p) and not _under(p, _SYSTEM):
                 cmd += ["--ro-bind", p, p]
         for p in self.hidden:  # inside what is visible: the store, submissions, exports
