@@ -74,7 +74,7 @@ def grade_remotely(sandbox, work, library_inside, grader, lesson, name, referenc
     env = clean_environment()
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device)
-    if os.environ.get("WORKBOOK_REMOTE_CLOCK"):  # the board's own choice of clock (wall: the one before issue 32)
+    if os.environ.get("WORKBOOK_REMOTE_CLOCK"):  # the board's own choice of clock (grouped when unset)
         env["WORKBOOK_REMOTE_CLOCK"] = os.environ["WORKBOOK_REMOTE_CLOCK"]
     reader = threading.Thread(target=_read_all, args=(read_end, run), daemon=True)
     reader.start()
