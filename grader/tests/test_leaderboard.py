@@ -160,6 +160,11 @@ class RankingTests(unittest.TestCase):
         self.assertEqual(summary["text"], "4 submission(s) in 44.4 s on 2 slot(s): GPU 0 busy 42 s (2 gradings), "
                                           "GPU 1 busy 20 s (1 grading); 1 from the cache")
 
+    def test_a_gpu_lesson_without_gpus_names_the_default_gpu_not_the_cpu(self):
+        rows = [dict(result("ann", 2500), device="default", grading_s=30.0)]
+        self.assertEqual(leaderboard.run_summary(rows, [None], 31.0)["text"],
+                         "1 submission(s) in 31.0 s on 1 slot(s): the default GPU busy 30 s (1 grading)")
+
     def test_every_export_says_when_there_was_no_sandbox(self):
         lesson = find_lesson("lesson1")
         meta = {"sandbox": "NO SANDBOX: bubblewrap is not installed", "isolated": False}

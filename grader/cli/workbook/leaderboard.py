@@ -176,7 +176,8 @@ def run_summary(results, devices, seconds):
             slot = busy.setdefault(r.get("device", "cpu"), [0.0, 0])
             slot[0] += r["grading_s"]
             slot[1] += 1
-    slots = ", ".join(f"{'GPU ' + d if d != 'cpu' else 'no GPU'} busy {b:.0f} s ({n} grading{'s' * (n != 1)})"
+    names = {"cpu": "no GPU", "default": "the default GPU"}
+    slots = ", ".join(f"{names.get(d, 'GPU ' + d)} busy {b:.0f} s ({n} grading{'s' * (n != 1)})"
                       for d, (b, n) in sorted(busy.items()))
     cached = sum(1 for r in results if r.get("cached"))
     text = (f"{len(results)} submission(s) in {seconds:.1f} s on {len(devices)} slot(s)"

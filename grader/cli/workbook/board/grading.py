@@ -182,7 +182,9 @@ class Submission:
     def grade(self, device=None):
         """Grades the built library on `device` in the sandbox; returns the record (with its GPU slot
         and how long the grading took, kept in the cache with it)."""
-        self.slot = ("cpu" if device is None else str(device), time.monotonic())
+        # Without --gpus a GPU lesson runs on the GPU CUDA picks by default, not on the CPU.
+        where = "cpu" if not self.lesson.needs_gpu else "default"
+        self.slot = (where if device is None else str(device), time.monotonic())
         return self._grade(device)
 
     def _grade(self, device):
