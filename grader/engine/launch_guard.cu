@@ -66,6 +66,9 @@ std::string wait_with_watchdog(cudaStream_t stream, const std::string& what) {
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) {
             const std::string text = std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+            // A launch that ran out of time did not crash: its text says why, and no index is to blame.
+            if (is_sticky(e) && e == cudaErrorLaunchTimeout)
+                throw FatalDeviceError(what + ": the kernel was stopped: " + text);
             if (is_sticky(e))
                 throw FatalDeviceError(what + ": the kernel crashed with " + text +
                                        "; usually an out-of-bounds index or a misaligned vector access");

@@ -164,7 +164,9 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             l.record_fault(cudaErrorLaunchTimeout,
                            "the kernel did not finish within " + std::to_string(static_cast<int>(g_watchdog_seconds)) +
                                " s of work on every core of the emulator (a hang: a loop that never ends, or a "
-                               "barrier some threads never reach)");
+                               "barrier some threads never reach; or more work than the emulator runs in that "
+                               "time, such as one block doing every row of a large case: "
+                               "WORKBOOK_WATCHDOG_SECONDS=S gives it S seconds)");
             abandon(u);
             return;
         }
