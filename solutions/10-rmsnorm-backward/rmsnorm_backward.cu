@@ -733,7 +733,7 @@ void plan_warp_rows(Plan& p, RowKernel k, int64_t rows, int cols, int sms) {
 }
 
 template <typename T, int VEC, bool PEEL>
-cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sms, int period) {
+cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int cols, int nvec, int sms, int period) {
     p.kernel = k;
     return with_shape<VEC>(k, [&](auto shape) {
         using S = decltype(shape);
@@ -763,9 +763,9 @@ cudaError_t plan_block_rows(Plan& p, RowKernel k, int64_t rows, int nvec, int sm
             if (err != cudaSuccess) return err;
             resident = clusters > 0 ? clusters : 1;
         }
-        // A few-rows launch also gets whole clusters of column blocks, 32 columns each.
+        // A few-rows launch also gets whole clusters of column blocks, 32 of dweight's cols each.
         const bool few = k == RowKernel::few || k == RowKernel::few_cluster;
-        const int64_t col_groups = (static_cast<int64_t>(nvec) * VEC + kWarpSize - 1) / kWarpSize;
+        const int64_t col_groups = (static_cast<int64_t>(cols) + kWarpSize - 1) / kWarpSize;
         const int64_t col_blocks = few ? (col_groups + cluster - 1) / cluster * cluster : 0;
         const int64_t limit = (kMaxGridX - col_blocks) / cluster;
         int64_t groups = balanced_groups(rows, resident);
@@ -802,7 +802,7 @@ cudaError_t make_plan(Plan& p, int64_t rows, int cols, int sms, int period = 1) 
     else if (nvec <= 4 * 256) k = RowKernel::wide;
     else if (nvec <= kMaxCluster * 4 * 256) k = RowKernel::wide_cluster;
     else k = RowKernel::wide_big_cluster;
-    return plan_block_rows<T, VEC, PEEL>(p, k, rows, nvec, sms, period);
+    return plan_block_rows<T, VEC, PEEL>(p, k, rows, cols, nvec, sms, period);
 }
 /// [plan]
 

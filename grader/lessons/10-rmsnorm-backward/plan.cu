@@ -276,6 +276,8 @@ std::vector<BackCase> backward_cases() {
          2001, 2047},
         {"cols_not_multiple_of_width", "4100 columns: the vector width drops", 400, 4100},
         {"one_row_partial_vector", "one row of 4095: no stride to limit the width, cols must", 1, 4095},
+        {"one_row_cols_past_32_column_block", "one row of 2049: dweight's last column is one past a block of 32 "
+         "columns and past the row's whole vectors", 1, 2049},
         {"padded_stride_partial_vector", "4095 columns in rows of 4160: strides allow 16 bytes, cols does not", 64,
          4095, 4160},
         {"misaligned_stride", "row stride 4097: every other row is misaligned", 200, 4096, 4097},
