@@ -70,25 +70,19 @@ def prepare(lesson, text, placed, pairs, out, seed, timeout_s, log=print):
         except BuildError as e:
             kept, dropped = schema.split_failures(text, switches, f"{e}\n{e.output}", os.path.basename(path))
             members = sum(len(s.members) for s in switches)
-            if kept is None:
+            if not kept:
+                # No error names a switch (kept is None), or every one is named: halve, so that those
+                # that only fail together part; a single switch left is compiled alone.
                 if len(switches) == 1:
                     singles.extend(m for _, m in switches[0].members)
                     log(f"  a switch of {members} mutant(s) did not compile: {_first_error(e.output)}")
                     return []
-                log(f"  schema of {members} mutant(s) did not compile; no error names a switch: halved")
+                why = "no error names a switch" if kept is None else "every switch is named"
+                log(f"  schema of {members} mutant(s) did not compile; {why}: halved")
                 half = len(switches) // 2
                 return narrow(switches[:half], attempt) + narrow(switches[half:], attempt)
             names = ", ".join(m.name for s in dropped for _, m in s.members)
             out_of = sum(len(s.members) for s in dropped)
-            if not kept:
-                # Every switch is named: halve, so that those that only fail together part.
-                if len(switches) == 1:
-                    singles.extend(m for _, m in switches[0].members)
-                    log(f"  a switch of {members} mutant(s) did not compile: {_first_error(e.output)}")
-                    return []
-                log(f"  schema of {members} mutant(s) did not compile; every switch is named: halved")
-                half = len(switches) // 2
-                return narrow(switches[:half], attempt) + narrow(switches[half:], attempt)
             if out_of >= MIN_RETRY:
                 # Switches often fail only beside others (one mutant instantiates a template for types
                 # another's branch was not written for): the named ones are tried again as a schema of
