@@ -76,6 +76,8 @@ struct ProdCase {
     int repeats = 2;
     std::array<OwnLayout, kTensorCount> own{};  ///< per-tensor strides and misalignment
     bool outlier_col0 = false;  ///< every row of x has one outlier of 30000; in some rows it is column 0
+    float x_scale = 1.0f;       ///< x's magnitudes times this (0: every element of x is ±0 but an outlier)
+    float x_outlier = 0.0f;     ///< non-zero: one element of each row of x (a column hashed from the row) this large
     AfterCreate after_create = AfterCreate::keep;
     bool relaunch = false;  ///< the descriptor launched twice, new input values at the same addresses between
 };
@@ -194,6 +196,9 @@ GpuCall prod_call(const ProdCase& c, DType dtype, uint64_t seed, const api::Less
     p.layer_norm = (c.opts & kLayer) != 0;
     p.x = input_spec(c.kind, seed, 0, rows);
     if (c.large_mean) make_large_mean(p.x, dtype);
+    p.x.lo *= c.x_scale;
+    p.x.hi *= c.x_scale;
+    if (c.x_outlier != 0.0f) p.x.outlier = c.x_outlier;
     if (c.outlier_col0) {
         p.x.outlier = kOutlier;
         // As many such rows as a short search finds: 4 of short rows, 2 of long ones, 1 of a few very long.
@@ -443,8 +448,32 @@ std::vector<ProdCase> rule_cases() {
 }
 
 /// Cases that reach the rows kernel's own paths (one row per group of lanes, several rows a
-/// block, the staged parameters) where the list above does not.
-std::vector<ProdCase> rows_kernel_cases() { return {}; }
+/// block, the staged parameters) where the list above does not; and LayerNorm through the Welford merge
+/// of the streamed rows (the device helpers above the rows kernel).
+std::vector<ProdCase> rows_kernel_cases() {
+    // LayerNorm rows of 17409 columns: odd, so every dtype reads them element by element, and
+    // past 1024 threads of 16 elements, so they take the two-pass kernel with every option
+    // compiled in (launch_stream), whose Welford merges only LayerNorm reaches. 17409 is
+    // 1025 past a multiple of 2048 (1024 threads, 2 loads a step): one thread's last step
+    // ends exactly at the row's end, so a load one element further runs off x.
+    const int64_t cols = 16384 + 1025;
+    std::vector<ProdCase> out;
+    // Zeros are elements of the mean like any other: a merge that skips a part whose mean is
+    // 0 leaves the one nonzero element alone as the row's mean, with no variance.
+    ProdCase zeros{"layernorm_streamed_one_nonzero_per_row",
+                   "LayerNorm of 2 rows of 17409 columns, every element 0 but one of magnitude 4 a row", 2, 0, cols,
+                   kLayer | kRstd};
+    zeros.x_scale = 0.0f;
+    zeros.x_outlier = 4.0f;
+    out.push_back(zeros);
+    // Magnitudes below 2e-7: a mean kept about 1 instead of 0 rounds each value to a multiple
+    // of 2^-24, which moves the mean by more than the fp32 tolerance of such rows.
+    ProdCase tiny{"layernorm_streamed_tiny_values",
+                  "LayerNorm of 2 rows of 17409 columns, magnitudes below 2e-7 (eps sets rstd)", 2, 0, cols, kLayer};
+    tiny.x_scale = 1e-7f;
+    out.push_back(tiny);
+    return out;
+}
 
 /// Cases that reach the streamed kernels (the two-pass kernel through the L2, a row split over a
 /// cluster) where the list above does not.
