@@ -477,7 +477,31 @@ std::vector<ProdCase> rows_kernel_cases() {
 
 /// Cases that reach the streamed kernels (the two-pass kernel through the L2, a row split over a
 /// cluster) where the list above does not.
-std::vector<ProdCase> streamed_kernel_cases() { return {}; }
+///
+/// Rows past 16384 columns whose width allows no 16-byte vector (odd columns) are streamed by the
+/// two-pass kernel, one element a vector, 1024 threads a row: 17409 columns leave the thread that
+/// loads the row's end holding one vector in a step of two (17409 = 8 · 2048 + 1024 + 1), and with
+/// a residual (one vector a step) the last vector opens a step of its own. A row split over a
+/// cluster: 36864 columns make every slice 2304 vectors (2 blocks of 16-bit rows, 4 of fp32 ones),
+/// 2 · 1024 + 256, so one thread opens a step on the slice's last vector and another loads past
+/// it; 16-bit rows with an fp32 weight or bias take the slice kernel's fp32 path.
+std::vector<ProdCase> streamed_kernel_cases() {
+    std::vector<ProdCase> out = {
+        {"streamed_layernorm_odd_cols",
+         "2 rows of 17409 (odd: 1-element vectors, streamed twice), LayerNorm + bias + rstd of rows with a large mean",
+         2, 0, 17409, kLayer | kBias | kRstd, 0, 0, InputKind::normal, true},
+        {"streamed_prenorm_3d_padded_rstd",
+         "3-D [2, 2, 16391] streamed, RMSNorm + residual in/out, rstd [2, 2] with batch stride 3", 2, 2, 16391,
+         kRstd | kPreNorm},
+        {"cluster_rows_weight_f32", "3 rows of 36864 over a cluster, LayerNorm + bias + rstd, weight f32 beside T",
+         3, 0, 36864, kLayer | kBias | kRstd | kWeightF32},
+        {"cluster_rows_residual_in_bias_f32",
+         "3 rows of 36864 over a cluster, RMSNorm + residual in (no residual_out), bias f32 beside a weight in T", 3,
+         0, 36864, kResidual | kBias | kBiasF32},
+    };
+    out[1].own[tRstd].stride0 = 3;  // rstd [2, 2] in rows of 3: its index is not the row's number
+    return out;
+}
 
 /// Cases at the launch plan's boundaries: a row length or a row count exactly at a threshold
 /// where the plan moves to another kernel, so that each kernel is graded on the longest and
