@@ -91,8 +91,8 @@ struct TensorDesc {
     void* data = nullptr;  ///< inputs are only read through it
     DataType dtype = DataType::f32;
     int32_t rank = 0;
-    int64_t shape[3] = {0, 0, 0};
-    int64_t stride[3] = {0, 0, 0};
+    int64_t shape[3] = {0, 0, 0};   ///< the first `rank` entries; those past it are ignored
+    int64_t stride[3] = {0, 0, 0};  ///< the first `rank` entries; those past it are ignored
 };
 
 /// Everything one norm call is about. residual, bias, residual_out and rstd are optional.

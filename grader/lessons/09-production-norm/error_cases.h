@@ -420,6 +420,26 @@ inline std::vector<ErrorCase> error_cases() {
                  d->stride[0] = 0;
              }
          }},
+        {"accepts_absent_tensors_overlapping_rows_ignored",
+         "residual and residual_out absent (data null) with x's shape and row strides 1000 and -1024", S::success,
+         [](auto& p) {
+             for (l9::TensorDesc* d : {&p.residual, &p.residual_out}) d->data = nullptr;
+             p.residual.stride[0] = 1000;
+             p.residual_out.stride[0] = -1024;
+         }},
+        {"accepts_absent_tensor_span_ignored",
+         "the bias absent (data null) with 2^46 fp32 elements: a span from address 0 past every tensor", S::success,
+         [](auto& p) {
+             p.bias.data = nullptr;
+             p.bias.dtype = l9::DataType::f32;
+             p.bias.shape[0] = int64_t(1) << 46;
+         }},
+        {"accepts_shape_entries_past_rank_ignored",
+         "every shape entry past its tensor's rank is -1: those entries are not dimensions", S::success,
+         [](auto& p) {
+             for (l9::TensorDesc* d : {&p.x, &p.residual, &p.weight, &p.bias, &p.y, &p.residual_out, &p.rstd})
+                 for (int k = d->rank; k < 3; ++k) d->shape[k] = -1;
+         }},
         {"error_bad_rank_residual", "a residual of rank 3 beside a 2-D x", S::bad_rank,
          [](auto& p) {
              p.residual.rank = 3;

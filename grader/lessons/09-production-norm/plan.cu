@@ -447,6 +447,21 @@ std::vector<ProdCase> rule_cases() {
     return out;
 }
 
+/// Each parameter's dtype on the plans chosen by it: 16-bit RMSNorm rows of 7168 columns, more
+/// than the few-rows plans take, go to the two-pass kernel through the L2 only with both
+/// parameters in T (its fp32 code is compiled out). A plan chosen on the weight's dtype alone
+/// reads an fp32 bias as T there, and one chosen on the bias's alone an fp32 weight.
+std::vector<ProdCase> parameter_dtype_cases() {
+    std::vector<ProdCase> out = {
+        {"weight_f32_rows_read_twice_shape", "257 rows of 7168, weight in fp32, no bias: the shape read twice in T",
+         257, 0, 7168, kWeightF32},
+        {"bias_f32_weight_t_rows_read_twice_shape",
+         "257 rows of 7168, bias in fp32, weight in T: the shape read twice in T", 257, 0, 7168, kBias | kBiasF32},
+    };
+    for (ProdCase& c : out) c.f16_only = true;  // fp32 activations take fp32 parameters as T
+    return out;
+}
+
 /// Cases that reach the rows kernel's own paths (one row per group of lanes, several rows a
 /// block, the staged parameters) where the list above does not; and LayerNorm through the Welford merge
 /// of the streamed rows (the device helpers above the rows kernel).
@@ -710,7 +725,8 @@ static LessonPlan production_plan(const Submission& student, const Submission& r
     // crash that may follow ends the run.
     std::vector<ProdCase> cases = prod_cases();
     for (std::vector<ProdCase> more :
-         {rows_kernel_cases(), streamed_kernel_cases(), plan_boundary_cases(), layout_cases(), rule_cases()}) cases.insert(cases.end(), more.begin(), more.end());
+         {rows_kernel_cases(), streamed_kernel_cases(), plan_boundary_cases(), parameter_dtype_cases(), layout_cases(),
+          rule_cases()}) cases.insert(cases.end(), more.begin(), more.end());
     for (const ProdCase& c : cases) {
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
             if (c.f16_only && t != DType::f16) continue;
