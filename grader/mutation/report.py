@@ -58,6 +58,10 @@ def write_reports(out, report, text, by_name):
     for name in os.listdir(diffs):
         os.remove(os.path.join(diffs, name))
     lines = [f"# {report['lesson']}: surviving mutants", ""]
+    not_graded = report.get("not_graded") or []
+    if not_graded:
+        lines += [f"Partial: {len(not_graded)} of the {report['selected'] + len(not_graded)} selected mutants have "
+                  "no verdict yet (listed at the end); the counts cover the others.", ""]
     survivors = [r for r in report["mutants"] if r["status"] == SURVIVED]
     if not survivors:
         lines.append("None.")
@@ -72,6 +76,9 @@ def write_reports(out, report, text, by_name):
     if problems:
         lines += ["", "## Not graded (errors)", ""]
         lines += [f"- `{r['name']}`: {r['detail']}" for r in problems]
+    if not_graded:
+        lines += ["", "## Not graded (no verdict yet)", ""]
+        lines += [f"- `{name}`" for name in not_graded]
     with open(os.path.join(out, "survivors.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -173,8 +180,10 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE, not
             part += (f" (--sample {r['sample']}: a sample spread over the operators, the same for the same source)"
                      if r.get("sample") else "")
             part += f" (--only {r['only']})" if r.get("only") else ""
-            stopped = (r.get("run") or {}).get("not_graded")
-            part += f" (--stop-after: {stopped} not graded yet)" if stopped else ""
+            run = r.get("run") or {}
+            stopped = run.get("not_graded")
+            how = "written from the cache" if run.get("from_cache") else "--stop-after"
+            part += f" ({how}: {stopped} not graded yet)" if stopped else ""
         pace = f", {r['seconds_per_mutant']:g} s a graded mutant" if r.get("seconds_per_mutant") else ""
         notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}; "
                      f"{_origins(r)}.")

@@ -321,6 +321,45 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
                 r["detail"] = equivalent[m.name]
     report = _results_dict(lesson, mode, seed, text, mutants, chosen, results, limit, only, sample)
     report["run"] = run
+    report["not_graded"] = [m.name for m in left]
+    write_reports(out, report, text, {m.name: m for m in mutants})
+    return report
+
+
+def report_from_cache(lesson, out, mode="emulator", seed=1, only=None, limit=None, sample=None, log=print):
+    """Writes OUT's reports from the verdicts cached in OUT/cache for the current mutant list and
+    selection, grading nothing: a run stopped part way (a grader rebuilt under it, Ctrl-C) leaves every
+    verdict it reached there. A selected mutant with no cached verdict is listed as not graded and makes
+    the report partial. A cached survivor is kept even where another grader build graded it (a rerun
+    would grade it again); the log and results.json count those."""
+    text, mutants = lesson_mutants(lesson)
+    equivalent = load_equivalent(lesson, mutants)
+    chosen = select(mutants, only, limit, sample, f"{lesson.slug}-{seed}")
+    if not os.path.isdir(os.path.join(out, "cache")):
+        raise UsageError(f"--from-cache: no cache in {out} (grade the lesson there first, or name its folder "
+                         "with --out)")
+    fingerprint = grader_fingerprint(mode, lesson)
+    results, missing, other_grader = {}, [], 0
+    for m in chosen:
+        if m.name in equivalent:
+            results[m.name] = {"status": EQUIVALENT, "detail": equivalent[m.name], "seconds": 0.0, "cached": False}
+            continue
+        cached = _read_cache(out, cache_key(lesson, mode, seed, m.apply(text)))
+        if not cached or cached.get("status") not in (KILLED, TIMEOUT, SURVIVED, NOT_COMPILED):
+            missing.append(m)
+            continue
+        other_grader += not _reusable(cached, fingerprint)
+        results[m.name] = dict(cached, cached=True)
+    graded = [m for m in chosen if m.name in results]
+    log(f"{lesson.name}: {len(mutants)} mutants, {len(chosen)} selected: {len(graded)} with a verdict in the "
+        f"cache or declared equivalent, {len(missing)} not graded; nothing graded now")
+    if other_grader:
+        log(f"  {other_grader} cached survivor(s) were graded by another grader build than the one built now")
+    run = {"from_cache": True, "graded": 0, "not_graded": len(missing), "survivors_other_grader": other_grader,
+           "jobs": 0, "cpus": os.cpu_count()}
+    report = _results_dict(lesson, mode, seed, text, mutants, graded, results, limit, only, sample)
+    report["run"] = run
+    report["not_graded"] = [m.name for m in missing]
     write_reports(out, report, text, {m.name: m for m in mutants})
     return report
 

@@ -391,15 +391,9 @@ class SelectionAndSummaryTest(unittest.TestCase):
 
     def test_save_first_run_from_the_command_line(self):
         """`scripts/mutate --save-first-run` writes the counts (a local name once hid the report module)."""
-        import importlib.machinery
-        import importlib.util
         import io
         from unittest import mock
-        path = os.path.join(ROOT, "scripts", "mutate")
-        loader = importlib.machinery.SourceFileLoader("mutate_cli", path)
-        spec = importlib.util.spec_from_loader("mutate_cli", loader)
-        cli = importlib.util.module_from_spec(spec)
-        loader.exec_module(cli)
+        cli = _load_cli()
         lesson = runner.all_lessons()[2]
         with tempfile.TemporaryDirectory() as tmp:
             os.makedirs(os.path.join(tmp, lesson.name))
@@ -412,6 +406,72 @@ class SelectionAndSummaryTest(unittest.TestCase):
                 self.assertEqual(cli.main(["--save-first-run", "--out", tmp]), 0)
             with open(first, encoding="utf-8") as f:
                 self.assertEqual(json.load(f)[lesson.name]["counts"], counts)
+
+    def test_reports_from_the_cache_alone(self):
+        """`--from-cache` writes the reports from cached verdicts, grading nothing; a mutant without one
+        is listed as not graded and the report is partial."""
+        import io
+        from unittest import mock
+        cli = _load_cli()
+        lesson = runner.all_lessons()[2]
+        text, mutants = runner.lesson_mutants(lesson)
+        equivalent = runner.load_equivalent(lesson, mutants)
+        picked = [m for m in mutants if m.name not in equivalent][:4]
+        verdicts = [runner.KILLED, runner.SURVIVED, runner.NOT_COMPILED]  # the fourth has none
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "cache"))
+            for m, status in zip(picked, verdicts):
+                key = runner.cache_key(lesson, "emulator", 1, m.apply(text))
+                with open(os.path.join(tmp, "cache", key + ".json"), "w", encoding="utf-8") as f:
+                    json.dump({"status": status, "detail": "", "seconds": 2.0, "grader": "an older build",
+                               "name": m.name, "where": "2 CPUs"}, f)
+            only = ",".join(m.name for m in picked)
+            out = io.StringIO()
+            with mock.patch("sys.stdout", out), \
+                    mock.patch.object(runner, "grade_one", side_effect=AssertionError("graded")), \
+                    mock.patch.object(runner, "grade_in_schema", side_effect=AssertionError("graded")):
+                self.assertEqual(cli.main([lesson.name, "--from-cache", "--out", tmp, "--only", only]), 0)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                result = json.load(f)
+            with open(os.path.join(tmp, "survivors.md"), encoding="utf-8") as f:
+                survivors = f.read()
+            with open(os.path.join(tmp, "row.md"), encoding="utf-8") as f:
+                row = f.read()
+            diffs = os.listdir(os.path.join(tmp, "survivors"))
+        self.assertEqual([r["name"] for r in result["mutants"]], [m.name for m in picked[:3]])
+        self.assertEqual([r["status"] for r in result["mutants"]], verdicts)
+        self.assertEqual(result["not_graded"], [picked[3].name])
+        self.assertTrue(result["partial"])
+        self.assertEqual(result["run"]["survivors_other_grader"], 1)
+        self.assertEqual((result["counts"]["killed"], result["counts"]["survived"]), (1, 1))
+        self.assertIn("Partial: 1 of the 4 selected mutants have no verdict yet", survivors)
+        self.assertIn(f"## Not graded (no verdict yet)\n\n- `{picked[3].name}`", survivors)
+        self.assertIn(f"- `{picked[1].name}`: {picked[1].description}", survivors)
+        self.assertEqual(diffs, [picked[1].name + ".diff"])
+        self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 2 | 1 | 1 | 0 | 50.0% |", row)
+        self.assertIn("partial: 1 not graded", out.getvalue())
+
+    def test_from_cache_without_a_cache_is_an_error(self):
+        cli = _load_cli()
+        with tempfile.TemporaryDirectory() as tmp:
+            import io
+            from unittest import mock
+            err = io.StringIO()
+            with mock.patch("sys.stderr", err):
+                self.assertEqual(cli.main(["lesson3", "--from-cache", "--out", tmp]), 64)
+        self.assertIn("no cache in", err.getvalue())
+
+
+def _load_cli():
+    """scripts/mutate as a module."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(ROOT, "scripts", "mutate")
+    loader = importlib.machinery.SourceFileLoader("mutate_cli", path)
+    spec = importlib.util.spec_from_loader("mutate_cli", loader)
+    cli = importlib.util.module_from_spec(spec)
+    loader.exec_module(cli)
+    return cli
 
 
 if __name__ == "__main__":
