@@ -520,8 +520,35 @@ std::vector<ProdCase> streamed_kernel_cases() {
 
 /// Cases at the launch plan's boundaries: a row length or a row count exactly at a threshold
 /// where the plan moves to another kernel, so that each kernel is graded on the longest and
-/// shortest rows it is chosen for.
-std::vector<ProdCase> plan_boundary_cases() { return {}; }
+/// shortest rows it is chosen for. The kernels that leave something out (the PLAIN rows kernel
+/// holds 2 vectors a thread and no bias; the two-pass kernel through the L2 beside a residual
+/// has no bias) are each met one step past the last shape they may take, where a plan that
+/// hands them that shape computes a wrong row. (An fp32 parameter on the shapes read twice in
+/// T is parameter_dtype_cases'.)
+std::vector<ProdCase> plan_boundary_cases() {
+    std::vector<ProdCase> out;
+    auto add = [&](ProdCase c, auto&& set) {
+        set(c);
+        out.push_back(std::move(c));
+    };
+    // 16392 16-bit columns are 2049 16-byte vectors, one past the 2048 that 1024 threads of
+    // 2 vectors hold: rows without a bias stay in registers at 8 vectors a thread.
+    out.push_back({"rms_rows_one_vector_past_two_per_thread",
+                   "2 rows of 16392, RMSNorm + rstd: 2049 16-byte vectors (16-bit), one more than 1024 threads of "
+                   "2 vectors hold",
+                   2, 0, 16392, kRstd});
+    // Exactly 128 MiB of input beside a residual, where rows without a bias are read twice
+    // through the L2 (that kernel compiled without the bias).
+    add({"residual_in_bias_128mib",
+         "4096 x 8192 RMSNorm + bias + residual in: exactly 128 MiB of input, where rows without a bias beside "
+         "a residual are read twice through the L2",
+         4096, 0, 8192, kBias | kResidual},
+        [](ProdCase& c) {
+            c.f16_only = true;
+            c.repeats = 1;
+        });
+    return out;
+}
 
 std::vector<ProdCase> prod_cases() {
     const int64_t q128 = (32 + 2 * 8) * 128;  // token stride of q in a qkv tensor: 32 heads, 8 kv heads, dim 128
