@@ -152,10 +152,18 @@ _WHERE = []
 
 
 def _where():
-    """The machine a verdict was reached on, for the report: its CPUs and its C++ compiler."""
+    """The machine a verdict was reached on, for the report: its CPUs and the C++ compiler that builds the
+    emulator's kernels (the build's own, which need not be the system's `c++`)."""
     if not _WHERE:
+        cxx = "c++"
         try:
-            version = subprocess.run(["c++", "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            from .grading import BUILD_DIR
+            with open(os.path.join(BUILD_DIR, "emulator_config.json"), encoding="utf-8") as f:
+                cxx = json.load(f).get("cxx") or cxx
+        except (OSError, ValueError, ImportError):
+            pass
+        try:
+            version = subprocess.run([cxx, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True).stdout.splitlines()[0]
         except (OSError, IndexError):
             version = "c++"
