@@ -35,7 +35,7 @@ import time
 
 from . import coverage, operators, schema, schema_compile
 from .grading import (  # noqa: F401  (part of this module's interface)
-    EQUIVALENT, ERROR, HANG, KILLED, KNOWN_EXIT_CODES, NOT_COMPILED, SURVIVED, TIMEOUT, WATCHDOG_SECONDS, cache_key, classify,
+    BUILD_DIR, EQUIVALENT, ERROR, HANG, KILLED, KNOWN_EXIT_CODES, NOT_COMPILED, SURVIVED, TIMEOUT, WATCHDOG_SECONDS, cache_key, classify,
     grade_in_schema, grade_one, graded_on, grader_fingerprint, mutant_suffix, remove_grader_copies, stop_all)
 from .report import (  # noqa: F401
     DEFAULT_OUT_ROOT, SUMMARY, format_score, table_header, table_row, tally, write_reports, write_summary)
@@ -157,10 +157,9 @@ def _where():
     if not _WHERE:
         cxx = "c++"
         try:
-            from .grading import BUILD_DIR
             with open(os.path.join(BUILD_DIR, "emulator_config.json"), encoding="utf-8") as f:
                 cxx = json.load(f).get("cxx") or cxx
-        except (OSError, ValueError, ImportError):
+        except (OSError, ValueError):
             pass
         try:
             version = subprocess.run([cxx, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
