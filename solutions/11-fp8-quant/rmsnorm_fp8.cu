@@ -260,8 +260,8 @@ __device__ __forceinline__ void row_reduce(float& sum, float& mx, Slots<G>& slot
  * per block, shuffles only; G > 32: one row per block. EARLY_W: the weight stays in registers
  * from the first pass to the second; otherwise it is read twice (from L1/L2: every row shares it).
  */
-template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W>
-__global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_rows_kernel(Args<T> a) {
+template <typename T, int VEC, int G, int ITERS, int BLOCK, bool EARLY_W, int MIN_BLOCKS = min_blocks(BLOCK)>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fp8_rows_kernel(Args<T> a) {
     static_assert(G <= kWarpSize ? BLOCK % G == 0 : BLOCK == G, "a row group is a sub-warp or the block");
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
@@ -596,6 +596,16 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// [row-blocks]
+/// One row per block of G threads, ITERS vectors a thread, the compiler held to the registers that
+/// MIN_BLOCKS blocks an SM leave each thread (2048 threads an SM at ITERS = 2: 32 registers).
+template <typename T, int VEC, int G, int ITERS, int MIN_BLOCKS>
+cudaError_t launch_row_blocks(const Args<T>& a, cudaStream_t stream) {
+    fp8_rows_kernel<T, VEC, G, ITERS, G, false, MIN_BLOCKS><<<grid_for(a.rows), G, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+/// [row-blocks]
+
 /// [cluster-launch]
 /// The cluster kernel on as many clusters as the device holds at once (at most one per row).
 template <typename T, int VEC, int ITERS>
@@ -654,6 +664,18 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
             if (nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
         }
+    }
+    // Many 16-bit rows of 1032 to 8192 columns: more threads holding fewer vectors each than the
+    // 8 a thread below. Measured on an H100 (bf16, against 8 vectors in a warp or a block of 64 or
+    // 128 threads, 53-56 registers): 2 vectors in 128 or 256 threads at 32 registers (the SM's
+    // full 2048 threads) +2-5% at 2048 and 4096 columns; 4 vectors in 256 threads at 5 blocks an
+    // SM +0.3-5% from 5120 to 8192 columns. Past 4096 columns, 2 vectors a thread lost up to 14%
+    // and rows read twice under an L2 eviction priority (lesson 4's long rows) up to 30%: the
+    // amax and the quantising add instructions that those kernels' shapes do not hide.
+    if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (nvec > 128 && nvec <= 256) return launch_row_blocks<T, VEC, 128, 2, 16>(a, stream);
+        if (nvec > 256 && nvec <= 512) return launch_row_blocks<T, VEC, 256, 2, 8>(a, stream);
+        if (nvec > 512 && nvec <= 1024) return launch_row_blocks<T, VEC, 256, 4, 5>(a, stream);
     }
     // Accesses of 4 bytes or less carry so little that each thread needs 16 in flight, not 8.
     constexpr int kI = VEC * sizeof(T) >= 8 ? 8 : 16;
