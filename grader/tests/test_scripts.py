@@ -169,6 +169,41 @@ class CollectResultsTests(unittest.TestCase):
             self.assertIn("## Targets", out)
             self.assertIn("| 1 of 3 |", out)
 
+    def test_rows_short_of_the_target_carry_their_recorded_reason(self):
+        mib = 2**20
+        with tempfile.TemporaryDirectory() as tmp:
+            bench = [("16384x4095", 0.76, 0.80), ("4096x8192", 0.80, 0.91), ("32768x4096", 0.97, 0.99)]
+            report = {"lesson": "lesson11", "verdict": "pass", "gpu": "Test GPU", "copy_gbps": 3000.0,
+                      "bench": [{"shape": s, "dtype": "bf16", "reference_gbps": 3000.0 * c, "copy_fraction": c,
+                                 "size_copy_fraction": z, "noise": 0.01, "bytes": 256 * mib} for s, c, z in bench]}
+            with open(os.path.join(tmp, "lesson11.json"), "w", encoding="utf-8") as f:
+                json.dump(report, f)
+            reasons = os.path.join(tmp, "reasons.json")
+            rows = [{"gpu": "Test GPU", "lesson": 11, "shape": "4096x8192", "dtype": "bf16", "profiled": True,
+                     "why": "six waves in step.", "measured": "DRAM 73% of peak.", "tried": "two passes: 0.92x."},
+                    # the same row measured on another GPU says nothing about this one
+                    {"gpu": "Other GPU", "lesson": 11, "shape": "16384x4095", "dtype": "bf16", "profiled": True,
+                     "why": "elsewhere.", "measured": "-", "tried": "-"},
+                    # a row that meets the target is not listed, whatever its entry says
+                    {"gpu": "Test GPU", "lesson": 11, "shape": "32768x4096", "dtype": "bf16", "profiled": True,
+                     "why": "stale.", "measured": "-", "tried": "-"}]
+            with open(reasons, "w", encoding="utf-8") as f:
+                json.dump({"rows": rows}, f)
+            code, out = script("collect-results", tmp, "--reasons", reasons)
+            self.assertEqual(code, 0, out)
+            self.assertIn("- **11 4096x8192 bf16** (80.0% of the large copy, 91.0% of a same-size copy): six waves "
+                          "in step. Measured: DRAM 73% of peak. Tried: two passes: 0.92x.", out)
+            self.assertIn("- **11 16384x4095 bf16** (76.0% of the large copy, 80.0% of a same-size copy): no "
+                          "measured reason recorded yet.", out)
+            self.assertNotIn("elsewhere", out)
+            self.assertNotIn("stale", out)
+            self.assertIn("Of 2 rows short of the target, 1 have a reason measured with Nsight Compute, 0 a "
+                          "reason recorded without a profile of their own, and 1 none yet.", out)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                short = json.load(f)["short_rows"]
+            self.assertEqual([(e["row"], bool(e["reason"])) for e in short],
+                             [("11 16384x4095 bf16", False), ("11 4096x8192 bf16", True)])
+
 
 if __name__ == "__main__":
     unittest.main()
