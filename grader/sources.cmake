@@ -8,7 +8,7 @@ set(WB_CORE_SOURCES
   ${_g}/report/run_report.cpp ${_g}/report/failure_summary.cpp ${_g}/report/compare_report.cpp
   ${_g}/report/guard_report.cpp
   ${_g}/launch/launch_diagnosis.cpp
-  ${_g}/engine/lesson_registry.cpp ${_g}/engine/submission.cpp)
+  ${_g}/engine/lesson_registry.cpp ${_g}/engine/submission.cpp ${_g}/app/case_names.cpp)
 
 # The case engine: host code that runs cases, and the device code that checks their outputs.
 set(WB_ENGINE_HOST_SOURCES ${_g}/engine/correctness_runner.cpp ${_g}/launch/launch_recorder.cpp)

@@ -19,6 +19,7 @@
 #include "engine/lesson_registry.h"
 #include "app/emulated_sampling.h"
 #include "app/emulated_traffic.h"
+#include "app/case_names.h"
 #include "app/option_reader.h"
 #include "report/run_report.h"
 
@@ -130,23 +131,10 @@ std::vector<CaseResult> set_aside_large_cases(LessonPlan& plan, const std::strin
     return not_run;
 }
 
-/// --list-cases: the name of every case of the lesson's plan, one a line, built with the default
-/// options: the GPU grader's full list, the cases too large for a CPU and the full-size benchmark
-/// shapes included. Runs nothing.
+/// --list-cases: the GPU grader's full list of case names, the cases too large for a CPU and the
+/// full-size benchmark shapes included. Runs nothing.
 int list_cases(const Args& args) {
-    const LessonInfo* info = find_lesson(args.lesson);
-    try {
-        Submission student(args.student, args.lesson);
-        std::unique_ptr<Submission> reference;
-        if (!args.reference.empty()) reference = std::make_unique<Submission>(args.reference, args.lesson);
-        const Submission* against = reference ? reference.get() : info->needs_gpu ? &student : nullptr;
-        const LessonPlan plan = make_plan(args.lesson, student, against, PlanOptions{});
-        for (const Case& c : plan.cases) std::printf("%s\n", c.name.c_str());
-        return kPass;
-    } catch (const std::exception& e) {
-        std::cerr << "wb-grader-emu: " << e.what() << "\n";
-        return kFailBuild;
-    }
+    return print_case_names("wb-grader-emu", args.lesson, args.student, args.reference);
 }
 
 int grade(const Args& args) {

@@ -26,6 +26,7 @@
 #include "engine/gpu_checks.h"
 #include "engine/launch_guard.h"
 #include "engine/lesson_registry.h"
+#include "app/case_names.h"
 #include "app/option_reader.h"
 #include "engine/fenced_memory.h"
 #include "remote/remote_student.h"
@@ -219,31 +220,11 @@ int profile(const Args& args, const LessonInfo& info) {
     }
 }
 
-/// --list-cases: the name of every case of the lesson's plan (the GPU's full list, built with the
-/// default options), one a line. Loads the libraries to build the plan but runs no case and sets
-/// up no device: called before anything here touches CUDA, so it needs no GPU. (A plan that asks
-/// the submission something while it is built, lesson 10's workspace size, may call the runtime;
-/// without a GPU that call fails and the names come out the same.)
-int list_cases(const Args& args) {
-    const LessonInfo* info = find_lesson(args.lesson);
-    if (!info || !has_plan(args.lesson)) {
-        std::cerr << "wb-grader: lesson " << args.lesson << " has no case plan in this build\n";
-        return kUsage;
-    }
-    try {
-        Submission student(args.student, args.lesson);
-        std::unique_ptr<Submission> reference;
-        if (!args.reference.empty()) reference = std::make_unique<Submission>(args.reference, args.lesson);
-        // A GPU lesson's plan names the reference for its timing; without one the student stands in.
-        const Submission* against = reference ? reference.get() : info->needs_gpu ? &student : nullptr;
-        const LessonPlan plan = make_plan(args.lesson, student, against, PlanOptions{});
-        for (const Case& c : plan.cases) std::printf("%s\n", c.name.c_str());
-        return kPass;
-    } catch (const std::exception& e) {
-        std::cerr << "wb-grader: " << e.what() << "\n";
-        return kFailBuild;
-    }
-}
+/// --list-cases: the GPU's full list of case names. Called before anything here touches CUDA, so
+/// it needs no GPU. (A plan that asks the submission something while it is built, lesson 10's
+/// workspace size, may call the runtime; without a GPU that call fails and the names come out the
+/// same.)
+int list_cases(const Args& args) { return print_case_names("wb-grader", args.lesson, args.student, args.reference); }
 
 int grade(const Args& args) {
     RunReport report;

@@ -11,19 +11,13 @@
 
 #include "internal.h"
 #include "scheduler_state.h"
+#include "ubsan_records.h"
 
 namespace {
 
-struct UbsanLocation {
-    const char* file;
-    uint32_t line, column;
-};
-struct UbsanType {
-    uint16_t kind, info;  ///< for an integer: info = log2(bit width) << 1 | signed
-    char name[1];
-};
+using UbsanType = emu::ubsan::Type;
 struct UbsanOutOfBounds {
-    UbsanLocation location;
+    emu::ubsan::Location location;
     const UbsanType* array;
     const UbsanType* index;
 };

@@ -22,6 +22,7 @@
 #include "sampling.h"
 #include "traffic.h"
 #include "scheduler_state.h"
+#include "ubsan_records.h"
 #include "unwritten_reads.h"
 
 namespace emu {
@@ -386,17 +387,9 @@ extern "C" void __tsan_vptr_read(void**) {}
 // The alignment check sees the typed load or store itself, with the type's alignment.
 
 namespace {
-struct UbsanLocation {
-    const char* file;
-    uint32_t line, column;
-};
-struct UbsanType {
-    uint16_t kind, info;
-    char name[1];
-};
 struct UbsanMismatch {
-    UbsanLocation location;
-    const UbsanType* type;
+    emu::ubsan::Location location;
+    const emu::ubsan::Type* type;
     unsigned char log_alignment;
     /// 0 load, 1 store, 2 reference binding (g++ checks a whole-struct copy there, `T v = *p`, and
     /// sometimes only there); member access and calls are not checked: they touch one field.
