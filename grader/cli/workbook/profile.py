@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 
 from . import exitcodes
+from .lessons import all_lessons
 
 # Metrics read by name; the sections add the warp-stall breakdown (read by pattern, since its
 # metric names differ between Nsight Compute versions).
@@ -260,7 +261,9 @@ def _run_side(ncu, grader_cmd, side, clock_control):
 def run(lesson, grader_cmd, shape=None, clock_control="none", raw_dir=None):
     """Profiles both sides and prints the table; returns an exit code (0 when the profile ran)."""
     if not lesson.needs_gpu:
-        print(f"{lesson.name} runs on the CPU: there is no kernel to profile (--profile is for lessons 2 to 10)")
+        gpu = [l.number for l in all_lessons() if l.needs_gpu]
+        print(f"{lesson.name} runs on the CPU: there is no kernel to profile (--profile is for the GPU lessons, "
+              f"{gpu[0]} to {gpu[-1]})")
         return exitcodes.USAGE
     ncu = find_ncu()
     if not ncu:
