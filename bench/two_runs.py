@@ -59,23 +59,34 @@ def peer_table(a, b, notes):
     present = [(p, name) for p, name in PEERS if any(p in a[k] for k in keys)]
     print("\n| lesson | shape | dtype | " + " | ".join(f"vs {name}, 1st | vs {name}, 2nd" for _, name in present) + " |")
     print("|---|---|---|" + "---|---|" * len(present))
-    counts = {}
+    counts, behind_both, paired = {}, {}, {}
     for key in keys:
         cells = []
         for p, _ in present:
+            row = []
             for run in (a, b):
                 g = run.get(key, {})
                 if p in g and "reference" in g:
                     ratio, v = verdict(g, p)
                     cells.append(f"{ratio:.3f} {v}")
                     counts.setdefault(p, []).append(v)
+                    row.append(v)
                 else:
                     cells.append("")
+            if len(row) == 2:
+                paired[p] = paired.get(p, 0) + 1
+                if row == ["slower", "slower"]:
+                    behind_both.setdefault(p, []).append(f"{key[0]} {key[1]} {key[2]}")
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     for p, name in present:
         vs = counts.get(p, [])
-        print(f"\n- {name}: {sum(v != 'slower' for v in vs)} of {len(vs)} timings level or ahead, "
-              f"{sum(v == 'slower' for v in vs)} behind by more than the noise")
+        line = (f"\n- {name}: {sum(v != 'slower' for v in vs)} of {len(vs)} timings level or ahead, "
+                f"{sum(v == 'slower' for v in vs)} behind by more than the noise")
+        if paired.get(p):
+            both = behind_both.get(p, [])
+            line += f"; behind in both runs on {len(both)} of {paired[p]} rows"
+            line += f" ({', '.join(both)})" if both else ""
+        print(line)
     for note in notes:
         print(f"- {note}")
 

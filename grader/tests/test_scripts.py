@@ -339,6 +339,9 @@ class ResultsNamesTests(unittest.TestCase):
                 times = {"reference": 5.0, "compile": 6.0, "compile-dynamic": 7.0, "liger": liger_us, "copy": 4.0}
                 rows = [{"lesson": 4, "impl": impl, "shape": "16x4096", "dtype": "bf16", "gbps": 100.0 / us, "us": us,
                          "noise": 0.005} for impl, us in times.items()]
+                # A second row where Liger is ahead in both runs.
+                rows += [{"lesson": 4, "impl": impl, "shape": "1x7168", "dtype": "bf16", "gbps": 100.0 / us, "us": us,
+                          "noise": 0.005} for impl, us in dict(times, liger=4.0).items()]
                 path = self.names.raw(tmp, "Test GPU", "decode", run)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "w", encoding="utf-8") as f:
@@ -348,6 +351,9 @@ class ResultsNamesTests(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             # Against each peer in both runs: Liger ahead in the 1st, behind in the 2nd.
             self.assertIn("| 4 | 16x4096 | bf16 | 1.400 faster | 1.400 faster | 0.800 slower | 1.040 faster |", proc.stdout)
+            # The test is two runs: only the row behind in both is named.
+            self.assertIn("- Liger-Kernel: 1 of 4 timings level or ahead, 3 behind by more than the noise; "
+                          "behind in both runs on 1 of 2 rows (4 1x7168 bf16)", proc.stdout)
             # The decode table in microseconds, with the fastest peer of the 1st run.
             self.assertIn("| 4 | 16x4096 | bf16 | 5.00 | 6.00 | 7.00 | 4.00 | 4.00 | 0.800 slower (Liger-Kernel) |",
                           proc.stdout)
