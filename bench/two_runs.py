@@ -57,14 +57,16 @@ def peer_table(a, b, notes):
             print(f"\nNo peer columns: {note}")
         return
     present = [(p, name) for p, name in PEERS if any(p in a[k] for k in keys)]
-    print("\n| lesson | shape | dtype | " + " | ".join(f"vs {name}, 1st | vs {name}, 2nd" for _, name in present) + " |")
-    print("|---|---|---|" + "---|---|" * len(present))
+    runs = (a, b) if b else (a,)
+    heads = (lambda name: f"vs {name}, 1st | vs {name}, 2nd") if b else (lambda name: f"vs {name}")
+    print("\n| lesson | shape | dtype | " + " | ".join(heads(name) for _, name in present) + " |")
+    print("|---|---|---|" + "---|" * len(runs) * len(present))
     counts, behind_both, paired = {}, {}, {}
     for key in keys:
         cells = []
         for p, _ in present:
             row = []
-            for run in (a, b):
+            for run in runs:
                 g = run.get(key, {})
                 if p in g and "reference" in g:
                     ratio, v = verdict(g, p)
@@ -154,10 +156,13 @@ def main():
           f"{run_a.get('samples')} samples per timing.\n")
     counts = {}
     pairs = sorted(k for k in a if k[0] != 9 and "compile" in a[k])
-    if pairs:
+    if pairs and b:
         print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
               "vs compile, 1st | vs compile, 2nd |")
         print("|---|---|---|---:|---:|---|---|")
+    elif pairs:
+        print("| lesson | shape | dtype | reference GB/s | torch.compile GB/s | vs compile |")
+        print("|---|---|---|---:|---:|---|")
     for key in pairs:
         ra, va = verdict(a[key])
         cells = [f"{a[key]['reference']:.0f}", f"{a[key]['compile']:.0f}", f"{ra:.3f} {va}"]

@@ -358,6 +358,22 @@ class ResultsNamesTests(unittest.TestCase):
             self.assertIn("| 4 | 16x4096 | bf16 | 5.00 | 6.00 | 7.00 | 4.00 | 4.00 | 0.800 slower (Liger-Kernel) |",
                           proc.stdout)
 
+    def test_two_runs_of_one_run_has_one_column_a_peer(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"lesson": 10, "impl": impl, "shape": "32768x4096", "dtype": "bf16", "gbps": gbps, "us": 1.0,
+                     "noise": 0.005} for impl, gbps in (("reference", 2700.0), ("compile", 2500.0), ("liger", 1800.0))]
+            path = os.path.join(tmp, "one.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"gpu": "Test GPU", "rows": rows}, f)
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "two_runs.py"), path],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            # One run: no "1st, 2nd" headers over columns that hold one value.
+            self.assertNotIn("2nd", proc.stdout)
+            self.assertIn("| 10 | 32768x4096 | bf16 | 2700 | 2500 | 1.080 faster |", proc.stdout)
+            self.assertIn("| lesson | shape | dtype | vs Liger-Kernel |", proc.stdout)
+            self.assertIn("| 10 | 32768x4096 | bf16 | 1.500 faster |", proc.stdout)
+
     def test_two_runs_reads_the_published_pair(self):
         with tempfile.TemporaryDirectory() as tmp:
             for run, ref in ((1, 2950.0), (2, 2940.0)):
