@@ -4,9 +4,12 @@
 /// bytes or one element), x and residual of the row are held packed in registers, residual_out is
 /// written as s is formed, LayerNorm's mean and then the variance about it are two row reductions
 /// over the held values, and the weight and bias are read as T or fp32. Rows longer than 1024
-/// threads × 4 vectors are read again for each pass (residual_out, when written, stands in for s).
+/// threads × 4 vectors of 16 bytes take a cluster of blocks, each keeping its slice of s in shared
+/// memory (README "Long rows"); such rows of narrower vectors are read again for each pass
+/// (residual_out, when written, stands in for s).
 /// A decode batch (256 rows or fewer) gets one vector a thread. It checks that the gate stays fair:
 /// scripts/straightforward-check grades it on a GPU.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -219,11 +222,203 @@ __global__ void __launch_bounds__(1024) rows_read_again(Params a) {
     }
 }
 
+/// The cluster kernel's block, and the most 16-byte vectors of s one block keeps in shared memory.
+constexpr int kSliceThreads = 256;
+constexpr int kSliceVecs = 4096;  // 64 KB
+constexpr int kMaxCluster = 8;
+
+/// One vector of a parameter as raw 16-byte words: one for T, two for an fp32 parameter beside
+/// 16-bit rows (F32P), read through the read-only path.
+template <typename T, int W, bool F32P>
+struct ParamVec {
+    uint4 q[F32P ? 2 : 1];
+    __device__ void load(const void* p, bool f32, int idx) {
+        if (F32P && f32) {
+            q[0] = __ldg(static_cast<const uint4*>(p) + 2 * idx);
+            q[F32P ? 1 : 0] = __ldg(static_cast<const uint4*>(p) + 2 * idx + 1);
+        } else {
+            q[0] = __ldg(static_cast<const uint4*>(p) + idx);
+        }
+    }
+    __device__ void unpack(bool f32, float (&out)[W]) const {
+        if (F32P && f32) {
+            const float* f = reinterpret_cast<const float*>(q);
+            for (int k = 0; k < W; ++k) out[k] = f[k];
+        } else {
+            const Pack<T, W> v = *reinterpret_cast<const Pack<T, W>*>(&q[0]);
+            for (int k = 0; k < W; ++k) out[k] = to_float(v.v[k]);
+        }
+    }
+};
+
+/// The sum of v over every thread of the cluster, the same bits in every thread: each warp's sum
+/// goes to slots[bank][warp], a cluster barrier, then every warp adds all the blocks' slots in the
+/// same order (lane j takes slot j). Two banks: a bank is written again only after the barrier of
+/// the next sum, which no block passes before every peer has read this one.
+__device__ float cluster_sum(float v, float (&slots)[2][kSliceThreads / 32], int& bank) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) slots[bank][threadIdx.x / 32] = v;
+    cluster.sync();
+    constexpr int kWarps = kSliceThreads / 32;
+    const int parts = static_cast<int>(cluster.num_blocks()) * kWarps;
+    float total = 0.0f;
+    for (int j = lane; j < parts; j += 32) total += cluster.map_shared_rank(&slots[bank][0], j / kWarps)[j % kWarps];
+    bank ^= 1;
+    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    return total;
+}
+
+/// Long rows (README "Long rows: lesson 8's cluster, with every option"): a cluster of blocks a
+/// row, block `rank` keeping vectors [rank · slice, (rank + 1) · slice) of s = x (+ residual),
+/// rounded to T, in its shared memory, so x and the residual are read once. The statistics come
+/// from the rounded s (residual_out's values). The write loop has four vectors' weight and bias in
+/// flight (two with an fp32 parameter). Each cluster walks rows cluster, cluster + clusters, ...
+template <typename T, int W, bool RES, bool F32P>
+__global__ void rows_in_cluster(Params a, int slice) {
+    namespace cg = cooperative_groups;
+    using P = Pack<T, W>;
+    constexpr int kLoads = RES ? 2 : 4;
+    constexpr int kWrites = F32P ? 2 : 4;
+    extern __shared__ __align__(16) unsigned char slice_bytes[];
+    P* held = reinterpret_cast<P*>(slice_bytes);
+    __shared__ float slots[2][kSliceThreads / 32];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int blocks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+    const int nvec = a.cols / W;
+    const int begin = rank * slice;
+    const int count = std::max(0, std::min(slice, nvec - begin));
+    int bank = 0;
+    for (int64_t row = blockIdx.x / blocks; row < a.rows; row += gridDim.x / blocks) {
+        const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1)) + begin;
+        const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) + row_offset(row, a.heads, a.r_s0, a.r_s1)) + begin
+                          : nullptr;
+        P* ro = RES && a.residual_out
+                    ? reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + row_offset(row, a.heads, a.ro_s0, a.ro_s1)) + begin
+                    : nullptr;
+        float sum = 0.0f, sq = 0.0f;
+        for (int base = threadIdx.x; base < count; base += kLoads * kSliceThreads) {
+            P xv[kLoads], rv[kLoads];
+#pragma unroll
+            for (int u = 0; u < kLoads; ++u) {
+                const int j = base + u * kSliceThreads;
+                if (j < count) {
+                    xv[u] = xr[j];
+                    if constexpr (RES) rv[u] = rr[j];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kLoads; ++u) {
+                const int j = base + u * kSliceThreads;
+                if (j >= count) continue;
+                P sv = xv[u];
+                if constexpr (RES)
+                    for (int k = 0; k < W; ++k) sv.v[k] = from_float<T>(to_float(xv[u].v[k]) + to_float(rv[u].v[k]));
+                if (ro) ro[j] = sv;
+                held[j] = sv;
+                for (int k = 0; k < W; ++k) {
+                    const float f = to_float(sv.v[k]);
+                    sum += f;
+                    sq += f * f;
+                }
+            }
+        }
+        float mean = 0.0f;
+        if (a.layer) {
+            // The squares about the mean, from this thread's own vectors of the slice.
+            mean = cluster_sum(sum, slots, bank) / a.cols;
+            sq = 0.0f;
+            for (int j = threadIdx.x; j < count; j += kSliceThreads)
+                for (int k = 0; k < W; ++k) {
+                    const float d = to_float(held[j].v[k]) - mean;
+                    sq += d * d;
+                }
+        }
+        const float rstd = 1.0f / sqrtf(cluster_sum(sq, slots, bank) / a.cols + a.eps);
+        if (a.rstd && rank == 0 && threadIdx.x == 0) a.rstd[rstd_index(row, a.heads, a.rstd_s0)] = rstd;
+        P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1)) + begin;
+        for (int base = threadIdx.x; base < count; base += kWrites * kSliceThreads) {
+            ParamVec<T, W, F32P> wv[kWrites], bv[kWrites];
+#pragma unroll
+            for (int u = 0; u < kWrites; ++u) {
+                const int j = base + u * kSliceThreads;
+                if (j < count) {
+                    wv[u].load(a.weight, a.weight_f32, begin + j);
+                    if (a.bias) bv[u].load(a.bias, a.bias_f32, begin + j);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kWrites; ++u) {
+                const int j = base + u * kSliceThreads;
+                if (j >= count) continue;
+                float w[W], b[W];
+                wv[u].unpack(a.weight_f32, w);
+                if (a.bias) bv[u].unpack(a.bias_f32, b);
+                const P sv = held[j];
+                P out;
+                for (int k = 0; k < W; ++k)
+                    out.v[k] = from_float<T>((to_float(sv.v[k]) - mean) * rstd * w[k] + (a.bias ? b[k] : 0.0f));
+                yr[j] = out;
+            }
+        }
+    }
+    cluster.sync();  // no block leaves while a peer may still read its slots
+}
+
+int sm_count() {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 132;
+    }
+    return sms;
+}
+
+/// A cluster of ceil(nvec / 4096) blocks a row, as many clusters as the device keeps resident.
+template <typename T, int W, bool RES, bool F32P>
+cudaError_t launch_cluster(const Params& a, int nvec, cudaStream_t stream) {
+    const int blocks = (nvec + kSliceVecs - 1) / kSliceVecs;
+    const int slice = (nvec + blocks - 1) / blocks;
+    const size_t bytes = static_cast<size_t>(slice) * sizeof(Pack<T, W>);
+    auto kernel = rows_in_cluster<T, W, RES, F32P>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (err != cudaSuccess) return err;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = blocks;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(blocks);  // one cluster: the occupancy query asks what fits
+    config.blockDim = dim3(kSliceThreads);
+    config.dynamicSmemBytes = bytes;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess || clusters < 1) {
+        (void)cudaGetLastError();
+        clusters = std::max(1, sm_count() / blocks);
+    }
+    config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(a.rows, clusters) * blocks));
+    return cudaLaunchKernelEx(&config, kernel, a, slice);
+}
+
 using Launcher = cudaError_t (*)(const Params&, cudaStream_t);
 
 template <typename T, int W, bool RES>
 cudaError_t launch(const Params& a, cudaStream_t stream) {
     const int nvec = a.cols / W;
+    constexpr bool kFull = W * sizeof(T) == 16;
+    if constexpr (kFull) {
+        if (nvec > 1024 * kIters && nvec <= kMaxCluster * kSliceVecs) {
+            if constexpr (sizeof(T) == 2)
+                if (a.weight_f32 || a.bias_f32) return launch_cluster<T, W, RES, true>(a, nvec, stream);
+            return launch_cluster<T, W, RES, false>(a, nvec, stream);
+        }
+    }
     if (nvec > 1024 * kIters) {
         rows_read_again<T, W, RES><<<static_cast<int>(std::min<int64_t>(a.rows, 65536)), 1024, 0, stream>>>(a);
         return cudaGetLastError();
