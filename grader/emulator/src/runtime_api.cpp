@@ -521,7 +521,13 @@ cudaError_t cudaRuntimeGetVersion(int* v) {
     return cudaSuccess;
 }
 cudaError_t cudaCtxResetPersistingL2Cache() { return cudaSuccess; }
-cudaError_t emu_occupancy_max_active_clusters(int* count, const cudaLaunchConfig_t*) {
+cudaError_t emu_occupancy_max_active_clusters(int* count, const cudaLaunchConfig_t* config) {
+    // An H100 refuses a configuration of no blocks (measured 2026-11-27: cudaErrorInvalidValue for a
+    // grid of 0 with every cluster and block size), so a kernel that asks about a launch it has not
+    // sized yet sees here what it would see there.
+    if (count == nullptr || config == nullptr) return fail(cudaErrorInvalidValue);
+    const dim3 g = config->gridDim, b = config->blockDim;
+    if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0) return fail(cudaErrorInvalidValue);
     *count = DeviceLimits::sm_count / 2;
     return cudaSuccess;
 }

@@ -206,4 +206,27 @@ TEST_F(Emulator, AGridThatIsNotAWholeNumberOfClustersIsRefused) {
     EXPECT_EQ(launch_clusters(3, 2, 64, dsmem_sum_kernel, out.d, out.d, out.d), cudaErrorInvalidValue);
 }
 
+/// An H100 answers a cluster occupancy query about a grid of no blocks with cudaErrorInvalidValue
+/// (and a count it leaves alone); a kernel that sized its grid from the answer falls back to its
+/// own guess there, so it must here too.
+TEST_F(Emulator, AClusterOccupancyQueryAboutNoBlocksIsRefused) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 4;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(0);
+    config.blockDim = dim3(256);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int clusters = -1;
+    EXPECT_EQ(cudaOccupancyMaxActiveClusters(&clusters, dsmem_sum_kernel, &config), cudaErrorInvalidValue);
+    EXPECT_EQ(clusters, -1);
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+    config.gridDim = dim3(4);  // one cluster: what the query is for
+    EXPECT_EQ(cudaOccupancyMaxActiveClusters(&clusters, dsmem_sum_kernel, &config), cudaSuccess);
+    EXPECT_GT(clusters, 0);
+}
+
 }  // namespace
