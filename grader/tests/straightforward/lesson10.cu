@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "workbook/rmsnorm_backward.h"
 
@@ -287,7 +288,6 @@ int sm_count() {
     return sms;
 }
 
-template <typename T, int W, int V>
 cudaLaunchConfig_t block_config(const Plan& p, cudaLaunchAttribute* attribute, cudaStream_t stream) {
     attribute[0].id = cudaLaunchAttributeClusterDimension;
     attribute[0].val.clusterDim.x = p.cluster;
@@ -307,7 +307,7 @@ cudaLaunchConfig_t block_config(const Plan& p, cudaLaunchAttribute* attribute, c
 template <typename T, int W, int V>
 int64_t resident_clusters(const Plan& p) {
     cudaLaunchAttribute attribute[1];
-    cudaLaunchConfig_t config = block_config<T, W, V>(p, attribute, nullptr);
+    cudaLaunchConfig_t config = block_config(p, attribute, nullptr);
     config.gridDim = dim3(p.cluster);  // one cluster: the query asks what fits, not what is launched
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, row_groups<T, W, V>, &config) != cudaSuccess || clusters < 1) {
@@ -365,7 +365,7 @@ Plan plan_for(int64_t rows, int nvec) {
 template <typename T, int W, int V>
 cudaError_t launch_blocks(const Args<T>& a, const Plan& p, cudaStream_t stream) {
     cudaLaunchAttribute attribute[1];
-    const cudaLaunchConfig_t config = block_config<T, W, V>(p, attribute, stream);
+    const cudaLaunchConfig_t config = block_config(p, attribute, stream);
     return cudaLaunchKernelEx(&config, row_groups<T, W, V>, a);
 }
 
@@ -381,14 +381,22 @@ cudaError_t launch(const Args<T>& a, const Plan& p, cudaStream_t stream) {
     return launch_blocks<T, W, 16>(a, p, stream);
 }
 
-/// The widest vector of W elements (W = 16 bytes down to 1 element) that every pointer and stride allows.
+/// f(std::integral_constant<int, W>{}) for vectors of w elements (16 bytes down to 1 element): the
+/// one place a run-time width becomes the compile-time W of the plan and the kernels.
+template <typename T, typename F>
+auto at_width(int w, F f) {
+    if (w == 8) return f(std::integral_constant<int, (sizeof(T) == 2 ? 8 : 4)>{});
+    if (w == 4) return f(std::integral_constant<int, 4>{});
+    if (w == 2) return f(std::integral_constant<int, 2>{});
+    return f(std::integral_constant<int, 1>{});
+}
+
 template <typename T>
 Plan plan_at_width(int w, int64_t rows, int64_t cols) {
-    const int nvec = static_cast<int>(cols / w);
-    if (w == 8) return plan_for<T, (sizeof(T) == 2 ? 8 : 4)>(rows, nvec);
-    if (w == 4) return plan_for<T, 4>(rows, nvec);
-    if (w == 2) return plan_for<T, 2>(rows, nvec);
-    return plan_for<T, 1>(rows, nvec);
+    return at_width<T>(w, [&](auto W) {
+        constexpr int kW = decltype(W)::value;
+        return plan_for<T, kW>(rows, static_cast<int>(cols / kW));
+    });
 }
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -424,11 +432,7 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     const Plan p = plan_at_width<T>(w, rows, cols);
     const Args<T> a{dy, x, weight, rstd, dx, p.few ? nullptr : static_cast<float*>(workspace), dweight, dy_row_stride,
                     x_row_stride, dx_row_stride, rows, p.groups, p.groups * p.cluster, static_cast<int>(cols)};
-    cudaError_t err;
-    if (w == 8) err = launch<T, (sizeof(T) == 2 ? 8 : 4)>(a, p, stream);
-    else if (w == 4) err = launch<T, 4>(a, p, stream);
-    else if (w == 2) err = launch<T, 2>(a, p, stream);
-    else err = launch<T, 1>(a, p, stream);
+    const cudaError_t err = at_width<T>(w, [&](auto W) { return launch<T, decltype(W)::value>(a, p, stream); });
     if (err != cudaSuccess || p.few) return err;
     // The column kernel as a programmatic dependent launch: its blocks take the SMs the row blocks
     // leave, and wait in the kernel for the partials.
