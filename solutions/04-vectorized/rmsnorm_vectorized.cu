@@ -7,8 +7,8 @@
  *    at run time to what every pointer and every row stride really allows, so a tensor
  *    that starts one element past an aligned address still runs (at a narrower width);
  *  - a launch shape that follows cols: a few lanes per row and many rows per block for
- *    short rows (at 256 and 512 fp16/bf16 columns, one-warp blocks whose lanes each hold
- *    4 or 2 rows), one warp per row in the middle, one block per row for long rows, and for
+ *    short rows (at 256, 512 and 1024 fp16/bf16 columns, one-warp blocks whose lanes each
+ *    hold 4, 2 or 2 rows), one warp per row in the middle, one block per row for long rows, and for
  *    many long 16-bit rows a block of 2 vectors per thread held to 32 registers, so the SM
  *    runs its full 2048 threads;
  *  - the row held in registers between the sum of squares and the scaling, so x is read
@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(BLOCK, RESIDENT / BLOCK) rmsnorm_two_pass_l2_k
 /// [two-pass-l2]
 
 /**
- * Short rows at full width (32·ITERS vectors, 256 or 512 fp16/bf16 columns): one-warp
+ * Short rows at full width (32·ITERS vectors, 256, 512 or 1024 fp16/bf16 columns): one-warp
  * blocks, each lane owning vectors lane and lane + 32 (ITERS of them) of R consecutive
  * rows. The R rows' loads are all in flight together, the weight is read and converted
  * once for R rows, and the R sums reduce in interleaved shuffles.
@@ -691,11 +691,12 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
         }
     }
-    // 256 and 512 columns of fp16/bf16: one-warp blocks of R rows. Measured on an H100,
-    // 2–3% faster at 256 columns and up to 2% at 512 than the row groups below.
+    // 256, 512 and 1024 columns of fp16/bf16: one-warp blocks of R rows. Measured on an H100 against the
+    // row groups below: 2–3% faster at 256 columns, up to 2% at 512, 1.0–1.3% at 1024 (32768 rows).
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         if (nvec == kWarpSize && (a.rows + 3) / 4 <= kMaxGrid) return launch_warp_rows<T, VEC, 1, 4>(a, stream);
         if (nvec == 2 * kWarpSize && (a.rows + 1) / 2 <= kMaxGrid) return launch_warp_rows<T, VEC, 2, 2>(a, stream);
+        if (nvec == 4 * kWarpSize && (a.rows + 1) / 2 <= kMaxGrid) return launch_warp_rows<T, VEC, 4, 2>(a, stream);
     }
     // Long 16-bit rows (over 1024 columns), many of them: many threads with few loads each
     // beat few threads with many loads. Measured on an H100 (bf16, beside torch.compile):
