@@ -15,7 +15,9 @@
  *    read by one thread and written by another, so the aliasing is harmless;
  *  - the same vector width rule and launch shapes as lesson 4, with half the elements per
  *    thread, since a thread now holds two inputs, and lesson 4's one-warp blocks of several
- *    rows at 256, 512 and 1024 fp16/bf16 columns.
+ *    rows at 256, 512 and 1024 fp16/bf16 columns;
+ *  - lesson 4's peeled rows for row lengths that are not a multiple of 16 bytes: each row
+ *    moves its few elements before its first 16-byte boundary and after its last one alone.
  *
  * What it leaves out: 16-bit rows of more than 32768 cols (fp32 rows of more than 16384)
  * do not fit in one block's registers twice over. Up to 65536 cols at 16-byte width, x
@@ -621,6 +623,173 @@ cudaError_t launch_two_pass_l2(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// [peel]
+/// Elements before the first 16-byte boundary of a row that starts at `row` (lesson 4's
+/// peel_count): 0 when the row is aligned, else up to VEC - 1, never more than cols.
+template <typename T, int VEC>
+__device__ __forceinline__ int peel_count(const T* row, int cols) {
+    constexpr int kBytes = VEC * static_cast<int>(sizeof(T));
+    const int past = static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) / static_cast<int>(sizeof(T));
+    const int head = past == 0 ? 0 : VEC - past;
+    return head < cols ? head : cols;
+}
+
+/// The VEC weight elements that line up with vector `idx` of a peeled row, as lesson 4's
+/// load_skewed: the weight starts `skew` elements past the aligned `base` and ends before element
+/// `end` of it; two aligned 16-byte loads shifted into place (the second element by element
+/// where its 16 bytes run past the weight's end).
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int skew, int end) {
+    using P = Pack<T, VEC>;
+    static_assert(sizeof(P) == 16, "a peeled row moves whole 16-byte vectors");
+    const P* chunks = reinterpret_cast<const P*>(base);
+    if (skew == 0) return chunks[idx];
+    P lo = chunks[idx], hi;
+    if ((idx + 2) * VEC <= end) {
+        hi = chunks[idx + 1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) hi.v[k] = k < skew ? base[(idx + 1) * VEC + k] : lo.v[k];
+    }
+    const uint4 a = *reinterpret_cast<const uint4*>(&lo);
+    const uint4 b = *reinterpret_cast<const uint4*>(&hi);
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    // A shift by `bytes` over the 32 bytes in constant-index steps (a run-time index would put w
+    // in local memory): two words, one word, then half a word.
+    const int bytes = skew * static_cast<int>(sizeof(T));
+    unsigned u[6], v[5];
+#pragma unroll
+    for (int j = 0; j < 6; ++j) u[j] = bytes & 8 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) v[j] = bytes & 4 ? u[j + 1] : u[j];
+    uint4 out;
+    unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = bytes & 2 ? (v[j] >> 16) | (v[j + 1] << 16) : v[j];
+    return *reinterpret_cast<const P*>(&out);
+}
+/// [peel]
+
+/**
+ * Rows whose starts are not all 16-byte aligned (every tensor misaligned alike), peeled: one row
+ * per block of G threads at a time, each thread holding ITERS 16-byte vectors of x and of the
+ * residual, lane l < head also element l before them and lane l < tail element l after the
+ * last whole vector. The weight, shifted into place for the row's offset, waits in dynamic
+ * shared memory (each thread's own slots: no barrier). Every thread reads all of its elements
+ * before it writes any, so y == x and residual_out == residual stay safe.
+ */
+template <typename T, int G, int ITERS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(G, MIN_BLOCKS) fused_add_peeled_kernel(Args<T> a) {
+    constexpr int VEC = 16 / static_cast<int>(sizeof(T));
+    using P = Pack<T, VEC>;
+    __shared__ Partials<G> partials;
+    extern __shared__ uint4 weight_raw[];  // ITERS · G vectors
+    P* weight = reinterpret_cast<P*>(weight_raw);
+    const int lane = threadIdx.x;
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    int bank = 0;
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const int64_t offset = row * a.cols;
+        const int head = peel_count<T, VEC>(a.x + offset, a.cols);
+        const int nvec = (a.cols - head) / VEC;
+        const int tail = a.cols - head - nvec * VEC;
+        const int tail_col = head + nvec * VEC + lane;
+        {
+            const int skew = static_cast<int>(reinterpret_cast<uintptr_t>(a.weight + head) % 16) /
+                             static_cast<int>(sizeof(T));
+            const T* wbase = a.weight + head - skew;
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int idx = lane + i * G;
+                if (idx < nvec) weight[idx] = load_skewed<T, VEC>(wbase, idx, skew, skew + a.cols - head);
+            }
+        }
+        const P* xr = reinterpret_cast<const P*>(a.x + offset + head);
+        const P* rr = reinterpret_cast<const P*>(a.residual + offset + head);
+        P xv[ITERS], rv[ITERS];
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (lane + i * G < nvec) {
+                xv[i] = xr[lane + i * G];
+                rv[i] = rr[lane + i * G];
+            }
+        }
+        const float sh = lane < head ? to_float(a.x[offset + lane]) + to_float(a.residual[offset + lane]) : 0.0f;
+        const float st =
+            lane < tail ? to_float(a.x[offset + tail_col]) + to_float(a.residual[offset + tail_col]) : 0.0f;
+        float sum = fmaf(sh, sh, st * st);
+        P* ror = reinterpret_cast<P*>(a.residual_out + offset + head);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (lane + i * G < nvec) {
+                float s[VEC], f[VEC];
+                unpack(xv[i], s);
+                unpack(rv[i], f);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    s[k] += f[k];
+                    sum = fmaf(s[k], s[k], sum);
+                }
+                ror[lane + i * G] = pack<T, VEC>(s);
+            }
+            keep_packed(xv[i]);
+            keep_packed(rv[i]);
+        }
+        if (lane < head) a.residual_out[offset + lane] = from_float<T>(sh);
+        if (lane < tail) a.residual_out[offset + tail_col] = from_float<T>(st);
+        sum = row_sum<G>(sum, partials, bank);
+        bank ^= 1;
+        const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
+        if (lane < head) a.y[offset + lane] = from_float<T>(sh * inv_rms * to_float(a.weight[lane]));
+        if (lane < tail) a.y[offset + tail_col] = from_float<T>(st * inv_rms * to_float(a.weight[tail_col]));
+        P* yr = reinterpret_cast<P*>(a.y + offset + head);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = lane + i * G;
+            if (idx < nvec) {
+                float s[VEC], f[VEC];
+                unpack(xv[i], s);
+                unpack(rv[i], f);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) s[k] += f[k];
+                unpack(weight[idx], f);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) s[k] = s[k] * inv_rms * f[k];
+                yr[idx] = pack<T, VEC>(s);
+            }
+        }
+    }
+}
+
+/// The peeled kernel: a block of G threads a row, ITERS vectors of each input a thread, at most
+/// 1024 threads an SM (64 registers), as the register-held rows.
+template <typename T, int G, int ITERS>
+cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
+    auto kernel = fused_add_peeled_kernel<T, G, ITERS, 1024 / G>;
+    constexpr int kSmem = ITERS * G * 16;
+    if constexpr (kSmem > 48 * 1024) {
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        if (err != cudaSuccess) return err;
+    }
+    kernel<<<grid_for(a.rows), G, kSmem, stream>>>(a);
+    return cudaGetLastError();
+}
+
+/// Launch shapes of peeled rows by the whole 16-byte vectors a row holds (65 to 4096; fewer keep
+/// the narrow path, more would not fit in registers twice): 2 vectors of each input a thread,
+/// 4 past 2048 vectors.
+template <typename T>
+cudaError_t launch_peeled(const Args<T>& a, cudaStream_t stream) {
+    constexpr int V = 16 / static_cast<int>(sizeof(T));
+    const int nvec = a.cols / V;
+    if (nvec <= 128) return launch_peeled_block<T, 64, 2>(a, stream);
+    if (nvec <= 256) return launch_peeled_block<T, 128, 2>(a, stream);
+    if (nvec <= 512) return launch_peeled_block<T, 256, 2>(a, stream);
+    if (nvec <= 1024) return launch_peeled_block<T, 512, 2>(a, stream);
+    if (nvec <= 2048) return launch_peeled_block<T, 1024, 2>(a, stream);
+    return launch_peeled_block<T, 1024, 4>(a, stream);
+}
+
 /// [launch-shape]
 /// Threads per row from the row length in vectors. Each thread holds K vectors of x and
 /// K of residual (128 bytes at 16-byte width, K = 4), so it still has 8 loads in flight;
@@ -747,6 +916,19 @@ cudaError_t fused_add_rmsnorm(const T* x, const T* residual, const T* weight, T*
     /// [vector-width]
 
     const Args<T> a{x, residual, weight, y, residual_out, rows, static_cast<int>(cols), eps};
+    /// [peel-choice]
+    // Narrower than 16 bytes, but x, residual, y and residual_out misaligned alike (their
+    // addresses differ by multiples of 16 bytes; rows are contiguous, so every row is then
+    // misaligned alike too), and rows of 65 to 4096 whole vectors: peel every row.
+    constexpr int kFull = 16 / static_cast<int>(sizeof(T));
+    const auto apart = [x](const void* p) {
+        return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(x)) % 16;
+    };
+    if (vec < kFull && cols / kFull > 64 && cols / kFull <= 4096 && apart(residual) == 0 && apart(y) == 0 &&
+        apart(residual_out) == 0) {
+        return launch_peeled(a, stream);
+    }
+    /// [peel-choice]
     if constexpr (sizeof(T) == 2) {
         if (vec == 8) return launch_width<T, 8>(a, stream);
     }
