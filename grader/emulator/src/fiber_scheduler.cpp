@@ -71,6 +71,7 @@ void yield_thread() {
     if (!tls_thread || !tls_unit) return;
     ThreadState& t = *tls_thread;
     t.state = ThreadState::ready;
+    t.polled = true;
     yield_to_scheduler(t);
 }
 
@@ -170,7 +171,7 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             abandon(u);
             return;
         }
-        bool progressed = false;
+        bool progressed = false, worked = false;
         // Ready warps run in a drawn order, each from a drawn lane: on the GPU neither the warp
         // that reaches a barrier or an atomic first nor the order of the rest is promised.
         shuffle_warps(u);
@@ -178,8 +179,9 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             const uint32_t start = lanes > 1 ? static_cast<uint32_t>(u.rng.below(lanes)) : 0;
             for (uint32_t k = 0; k < lanes; ++k) {
                 ThreadState& t = u.threads[first + (start + k) % lanes];
-                if (t.state != ThreadState::ready) continue;
+                if (t.state != ThreadState::ready || (u.held >= 0 && (t.rank == u.held) != u.solo)) continue;
                 progressed = true;
+                t.polled = false;
                 set_indices(u, t);
                 tls_thread = &t;
                 t.state = ThreadState::running;
@@ -192,6 +194,7 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
                     });
                 }
                 t.fiber = std::move(t.fiber).resume();
+                worked |= !t.polled;
                 if (tls_trace) trace_thread_paused(static_cast<int>(&t - u.threads.data()));
                 if (l.aborted.load(std::memory_order_relaxed)) {
                     abandon(u);
@@ -200,6 +203,17 @@ void run_unit_fibers(LaunchState& l, UnitState& u) {
             }
         }
         if (u.live == 0) return;
+        if (u.held >= 0 && !worked) {
+            // The blocks that ran wait, poll or have exited: the late block starts (alone first, in
+            // a lone cluster, until it too can go no further), then every block runs.
+            if (u.lone && !u.solo) {
+                u.solo = true;
+            } else {
+                u.held = -1;
+                u.solo = false;
+            }
+            continue;
+        }
         if (!progressed && l.prerequisite) {
             // Every thread that can run has reached its grid-dependency wait (or another wait):
             // now the grid this one depends on runs, and the waiting threads go on.
@@ -247,6 +261,9 @@ void prepare_unit(LaunchState& l, UnitState& u, uint64_t first_block) {
     u.threads.resize(static_cast<std::size_t>(nb) * nt);
     // The unit's schedule depends on the launch's seed and the unit, not on the worker that runs it.
     u.rng.state = mix64(l.seed ^ mix64(first_block + 1));
+    u.held = nb > 1 ? static_cast<int>(u.rng.below(nb)) : -1;
+    u.lone = nb > 1 && u.rng.below(2) == 1;
+    u.solo = false;
     u.warp_order.clear();
     for (unsigned r = 0; r < nb; ++r)
         for (unsigned w = 0; w * 32 < nt; ++w)

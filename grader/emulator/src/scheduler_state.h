@@ -83,6 +83,8 @@ struct ThreadState {
     unsigned wait_mask = 0;
     WarpOp wait_op = WarpOp::sync;
     uint64_t warp_result = 0;
+    /// Its last turn ended in a wait that polls (a volatile read, __nanosleep), not in work done.
+    bool polled = false;
 };
 
 struct BlockState {
@@ -106,6 +108,12 @@ struct UnitState {
     /// live threads that have not arrived at the open one.
     uint64_t cluster_phase = 0;
     int cluster_pending = 0;
+    /// The rank of a block that starts late (-1: none). One block of each cluster starts only once
+    /// the others can go no further; in half the clusters (`lone`, drawn) it then runs alone until
+    /// it too waits, polls or exits (`solo`). The GPU promises nothing about how far one block of a
+    /// cluster gets before another.
+    int held = -1;
+    bool lone = false, solo = false;
     uintptr_t arena_lo = 0;
     std::size_t arena_span = 0, arena_stride = 0;
     std::vector<std::pair<const void*, std::size_t>> slot_cache;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/control.h"
 #include "test_support.h"
 
 namespace {
@@ -134,6 +135,66 @@ TEST_F(Emulator, AVolatileSpinOnAPeersMessageEndsAndIsNoRace) {
     for (int b = 0; b < 4; ++b) EXPECT_EQ(o[b], static_cast<int>((b % 2 ^ 1) + 1)) << b;  // the peer's rank + 1
 }
 
+/// The same exchange with only a block barrier after the mailbox is emptied: a peer that starts late
+/// empties its mailbox after this block has posted into it, erasing the message, and then waits for
+/// a message that never comes. On the GPU a hang; the emulator starts one block of each cluster only
+/// once the others can go no further, so it hangs every time.
+__global__ void mailbox_emptied_without_cluster_barrier_kernel(int* out) {
+    __shared__ unsigned long long mailbox;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) mailbox = 0;
+    __syncthreads();  // orders this block's own emptying, not its peer's
+    if (threadIdx.x == 0) {
+        volatile unsigned long long* peer = cluster.map_shared_rank(&mailbox, cluster.block_rank() ^ 1u);
+        *peer = (1ull << 32) | (cluster.block_rank() + 1);
+        const volatile unsigned long long* mine = &mailbox;
+        unsigned long long message = *mine;
+        while ((message >> 32) != 1) message = *mine;
+        out[blockIdx.x] = static_cast<int>(message & 0xffffffffu);
+    }
+    cluster.sync();
+}
+
+TEST_F(Emulator, AMessageToAPeerThatHasNotStartedIsErasedAndTheSpinHangs) {
+    Buffer<int> out(2);
+    emu::set_watchdog_seconds(0.5);
+    ASSERT_EQ(launch_clusters(2, 2, 64, mailbox_emptied_without_cluster_barrier_kernel, out.d), cudaSuccess);
+    const cudaError_t e = cudaDeviceSynchronize();
+    emu::set_watchdog_seconds(20);
+    ASSERT_EQ(e, cudaErrorLaunchTimeout) << explain(e);
+}
+
+/// Reads a peer's shared memory after the cluster barrier but leaves without a second one: a block
+/// may exit while its peer still reads from it. Where the late block runs alone once it starts (half
+/// the clusters), it reads its peer, leaves, and its peer's read of it then finds an exited block.
+__global__ void peer_read_without_final_barrier_kernel(int* out) {
+    __shared__ int mine;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) mine = static_cast<int>(cluster.block_rank()) + 1;
+    cluster.sync();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = *cluster.map_shared_rank(&mine, cluster.block_rank() ^ 1u);
+}
+
+TEST_F(Emulator, ALateBlockThatLeavesBeforeItsPeerReadsItIsReported) {
+    Buffer<int> out(16 * 64);
+    ASSERT_EQ(launch_clusters(16, 2, 64, peer_read_without_final_barrier_kernel, out.d), cudaSuccess);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("which has already exited"), std::string::npos);
+}
+
+/// A block of a cluster that starts late still gets every peer's value once all have passed the
+/// cluster barrier: the late start does not change what a correct exchange computes.
+TEST_F(Emulator, ALateBlockOfAClusterStillMeetsItsPeersAtTheClusterBarrier) {
+    for (unsigned cluster : {2u, 4u, 8u}) {
+        Buffer<int> sums(cluster * 2 * 32), ranks(cluster * 2 * 32), sizes(cluster * 2 * 32);
+        ASSERT_EQ(launch_clusters(cluster * 2, cluster, 32, dsmem_sum_kernel, sums.d, ranks.d, sizes.d), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto s = sums.get();
+        for (std::size_t g = 0; g < s.size(); ++g) EXPECT_EQ(s[g], 10 * static_cast<int>(cluster * (cluster + 1) / 2)) << g;
+    }
+}
+
 constexpr int kPublishLine = __LINE__ + 5;
 constexpr int kPeerReadLine = __LINE__ + 6;
 __global__ void block_barrier_only_kernel(int* out) {
@@ -157,7 +218,9 @@ TEST_F(Emulator, APeersSharedMemoryReadWithoutAClusterBarrierIsARace) {
     EXPECT_NE(text.find("no cluster barrier"), std::string::npos) << text;
 }
 
-/// Reads the peer after the barrier, but nothing keeps the peer alive until then.
+/// Reads the peer after the barrier, but nothing keeps the peer alive until then. Where block 1
+/// starts late and runs alone (one draw in four) it reads block 0 before block 0 leaves, so the test
+/// launches eight clusters.
 __global__ void exited_peer_kernel(int* out) {
     __shared__ int mine;
     cg::cluster_group cluster = cg::this_cluster();
@@ -170,7 +233,7 @@ __global__ void exited_peer_kernel(int* out) {
 
 TEST_F(Emulator, ReadingTheSharedMemoryOfABlockThatExitedIsReported) {
     Buffer<int> out(32);
-    ASSERT_EQ(launch_clusters(2, 2, 32, exited_peer_kernel, out.d), cudaSuccess);
+    ASSERT_EQ(launch_clusters(16, 2, 32, exited_peer_kernel, out.d), cudaSuccess);
     const cudaError_t e = cudaDeviceSynchronize();
     ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
     EXPECT_NE(std::string(cudaGetErrorString(e)).find("which has already exited"), std::string::npos);
