@@ -107,6 +107,18 @@ TEST_F(Emulator, TheSplitClusterBarrierOrdersWritesBeforeArriveAndReadsAfterWait
     for (int g = 0; g < 4 * 32; ++g) EXPECT_EQ(o[g], ((g / 32 + 1) % 4) * 3) << g;
 }
 
+/// Thread 0 posts rank + 1 into the peer's mailbox with a volatile store, then spins on its own
+/// mailbox with volatile reads until the peer's message comes, and stores it.
+__device__ void post_and_wait(cg::cluster_group& cluster, unsigned long long& mailbox, int* out) {
+    if (threadIdx.x != 0) return;
+    volatile unsigned long long* peer = cluster.map_shared_rank(&mailbox, cluster.block_rank() ^ 1u);
+    *peer = (1ull << 32) | (cluster.block_rank() + 1);
+    const volatile unsigned long long* mine = &mailbox;
+    unsigned long long message = *mine;
+    while ((message >> 32) != 1) message = *mine;
+    out[blockIdx.x] = static_cast<int>(message & 0xffffffffu);
+}
+
 /// Each block posts rank + 1 into its peer's mailbox with a volatile store and spins on its own
 /// mailbox with volatile reads, no barrier between: the spin must end (the emulator lets the peer run)
 /// and nothing is reported as a race (volatile accesses are relaxed on the GPU).
@@ -115,14 +127,7 @@ __global__ void volatile_mailbox_kernel(int* out) {
     cg::cluster_group cluster = cg::this_cluster();
     if (threadIdx.x == 0) mailbox = 0;
     cluster.sync();  // every mailbox is empty before any block posts
-    if (threadIdx.x == 0) {
-        volatile unsigned long long* peer = cluster.map_shared_rank(&mailbox, cluster.block_rank() ^ 1u);
-        *peer = (1ull << 32) | (cluster.block_rank() + 1);
-        const volatile unsigned long long* mine = &mailbox;
-        unsigned long long message = *mine;
-        while ((message >> 32) != 1) message = *mine;
-        out[blockIdx.x] = static_cast<int>(message & 0xffffffffu);
-    }
+    post_and_wait(cluster, mailbox, out);
     cluster.sync();  // no block leaves while its peer may still post
 }
 
@@ -144,14 +149,7 @@ __global__ void mailbox_emptied_without_cluster_barrier_kernel(int* out) {
     cg::cluster_group cluster = cg::this_cluster();
     if (threadIdx.x == 0) mailbox = 0;
     __syncthreads();  // orders this block's own emptying, not its peer's
-    if (threadIdx.x == 0) {
-        volatile unsigned long long* peer = cluster.map_shared_rank(&mailbox, cluster.block_rank() ^ 1u);
-        *peer = (1ull << 32) | (cluster.block_rank() + 1);
-        const volatile unsigned long long* mine = &mailbox;
-        unsigned long long message = *mine;
-        while ((message >> 32) != 1) message = *mine;
-        out[blockIdx.x] = static_cast<int>(message & 0xffffffffu);
-    }
+    post_and_wait(cluster, mailbox, out);
     cluster.sync();
 }
 
