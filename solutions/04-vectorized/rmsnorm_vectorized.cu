@@ -428,6 +428,70 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
     }
 }
 
+/// [decode]
+/// Decode batches (at most kFewRows rows): one row a block of BLOCK threads, ITERS vectors a
+/// thread, no row loop. A few blocks on an idle GPU take as long as one block's path from launch
+/// to its last store, so the path is kept short: x and the weight are both loaded first,
+/// through plain global loads (the pointers are not `__restrict__`, so the compiler does not use
+/// the read-only path, which measured 0.05-0.1 us slower here), and the inverse RMS is one
+/// `rsqrtf` (at most 2 ulp) rather than a divide and a square root. Measured on an H100 against
+/// rmsnorm_rows_kernel, which it replaces here (one process, L2 flushed, two runs of three
+/// rounds): level to 0.3 us faster at 1, 16 and 128 rows of 4096 and 7168 columns, and level
+/// with Liger-Kernel, whose Triton kernel follows the same plan.
+template <typename T, int VEC, int BLOCK, int ITERS>
+__global__ void __launch_bounds__(BLOCK) rmsnorm_decode_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    constexpr int kWarps = BLOCK / kWarpSize;
+    __shared__ float partials[kWarps];
+    const int nvec = a.cols / VEC;
+    const P* xr = reinterpret_cast<const P*>(a.x + blockIdx.x * a.x_row_stride);
+    P* yr = reinterpret_cast<P*>(a.y + blockIdx.x * a.y_row_stride);
+    const P* w = reinterpret_cast<const P*>(a.weight);
+
+    P xv[ITERS], wv[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) xv[i] = xr[idx];
+    }
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) wv[i] = w[idx];
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        if (threadIdx.x + i * BLOCK < nvec) {
+            float f[VEC];
+            unpack(xv[i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+        }
+    }
+    // One row a block and no second row: a single bank of partials and one barrier.
+    const int lane = threadIdx.x % kWarpSize;
+    sum = group_sum<kWarpSize>(sum);
+    if (lane == 0) partials[threadIdx.x / kWarpSize] = sum;
+    __syncthreads();
+    sum = group_sum<kWarpSize>(lane < kWarps ? partials[lane] : 0.0f);
+    const float inv_rms = rsqrtf(sum / static_cast<float>(a.cols) + a.eps);
+
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            float f[VEC], g[VEC];
+            unpack(xv[i], f);
+            unpack(wv[i], g);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+            yr[idx] = pack<T, VEC>(f);
+        }
+    }
+}
+/// [decode]
+
 /// [two-pass-l2]
 /// Many long 16-bit rows (4097 to 16384 columns): one row per block of BLOCK threads, read
 /// twice, 2 vectors per thread at a time, 32 registers, the SM's full 2048 threads (1536 at
@@ -648,6 +712,13 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// A decode batch: one block a row (rows ≤ kFewRows, so the grid is small).
+template <typename T, int VEC, int BLOCK, int ITERS>
+cudaError_t launch_decode(const Args<T>& a, cudaStream_t stream) {
+    rmsnorm_decode_kernel<T, VEC, BLOCK, ITERS><<<static_cast<int>(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
 /// [full-occupancy]
 /// One row per block of G threads (128 to 1024), each holding only ITERS = 2 vectors, with
 /// the compiler held to 32 registers per thread (`__launch_bounds__(G, 2048 / G)`), so the
@@ -680,13 +751,14 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
         if (a.rows <= kFewRows && nvec > 64) {
             if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
             if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
-            if (nvec <= 512) return launch_rows<T, VEC, 512, 1>(a, stream);
+            // 257 to 1024 vectors (2049 to 8192 16-bit columns): the decode kernel, one block a row.
+            if (nvec <= 512) return launch_decode<T, VEC, 512, 1>(a, stream);
             // Past 512 vectors, two a thread in just the warps they need: on an H100, 16 and 128 rows
             // of 5120-8192 columns 0.05-0.3 us faster than one in 1024 threads; one row level.
-            if (nvec <= 640) return launch_rows<T, VEC, 320, 2>(a, stream);
-            if (nvec <= 768) return launch_rows<T, VEC, 384, 2>(a, stream);
-            if (nvec <= 896) return launch_rows<T, VEC, 448, 2>(a, stream);
-            if (nvec <= 1024) return launch_rows<T, VEC, 512, 2>(a, stream);
+            if (nvec <= 640) return launch_decode<T, VEC, 320, 2>(a, stream);
+            if (nvec <= 768) return launch_decode<T, VEC, 384, 2>(a, stream);
+            if (nvec <= 896) return launch_decode<T, VEC, 448, 2>(a, stream);
+            if (nvec <= 1024) return launch_decode<T, VEC, 512, 2>(a, stream);
             if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
             if (nvec <= 4096) return launch_rows<T, VEC, 1024, 4>(a, stream);
         }

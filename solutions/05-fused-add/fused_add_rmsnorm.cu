@@ -333,6 +333,86 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_rows_kerne
     }
 }
 
+/// [decode]
+/// Decode batches (at most kFewRows rows): one row a block of BLOCK threads, ITERS vectors of
+/// each input a thread, no row loop, as lesson 4's decode kernel: x, the residual and the
+/// weight loaded first through plain global loads (no `__restrict__`: the read-only path
+/// measured slower here, and y or residual_out may be x or the residual), one barrier, and
+/// `rsqrtf` for the inverse RMS. Each thread stores only elements it has already loaded, so the
+/// in-place calls stay safe. Measured on an H100 against fused_add_rows_kernel, which it replaces
+/// here (one process, L2 flushed, three rounds): level to 0.2 us faster at 1, 16 and 128 rows of
+/// 4096 and 7168 columns.
+template <typename T, int VEC, int BLOCK, int ITERS>
+__global__ void __launch_bounds__(BLOCK) fused_add_decode_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    constexpr int kWarps = BLOCK / kWarpSize;
+    __shared__ float partials[kWarps];
+    const int nvec = a.cols / VEC;
+    const int64_t offset = static_cast<int64_t>(blockIdx.x) * a.cols;
+    const P* xr = reinterpret_cast<const P*>(a.x + offset);
+    const P* rr = reinterpret_cast<const P*>(a.residual + offset);
+    P* yr = reinterpret_cast<P*>(a.y + offset);
+    P* ror = reinterpret_cast<P*>(a.residual_out + offset);
+    const P* w = reinterpret_cast<const P*>(a.weight);
+
+    P xv[ITERS], rv[ITERS], wv[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            xv[i] = xr[idx];
+            rv[i] = rr[idx];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) wv[i] = w[idx];
+    }
+    // s = x + r; residual_out is stored before the reduction, so its stores overlap it.
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            float s[VEC], f[VEC];
+            unpack(xv[i], s);
+            unpack(rv[i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                s[k] += f[k];
+                sum = fmaf(s[k], s[k], sum);
+            }
+            ror[idx] = pack<T, VEC>(s);
+        }
+    }
+    // One row a block and no second row: a single bank of partials and one barrier.
+    const int lane = threadIdx.x % kWarpSize;
+    sum = group_sum<kWarpSize>(sum);
+    if (lane == 0) partials[threadIdx.x / kWarpSize] = sum;
+    __syncthreads();
+    sum = group_sum<kWarpSize>(lane < kWarps ? partials[lane] : 0.0f);
+    const float inv_rms = rsqrtf(sum / static_cast<float>(a.cols) + a.eps);
+
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            // The same fp32 additions as above give the same bits.
+            float s[VEC], f[VEC];
+            unpack(xv[i], s);
+            unpack(rv[i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) s[k] += f[k];
+            unpack(wv[i], f);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) s[k] = s[k] * inv_rms * f[k];
+            yr[idx] = pack<T, VEC>(s);
+        }
+    }
+}
+/// [decode]
+
 /// [long-rows]
 /// Rows of more than 4096 16-byte vectors (16-bit rows beyond 32768 cols): x and the
 /// residual together would need 64 registers per thread at 1024 threads. x alone stays in
@@ -615,6 +695,13 @@ cudaError_t launch_rows(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// A decode batch: one block a row (rows ≤ kFewRows, so the grid is small).
+template <typename T, int VEC, int BLOCK, int ITERS>
+cudaError_t launch_decode(const Args<T>& a, cudaStream_t stream) {
+    fused_add_decode_kernel<T, VEC, BLOCK, ITERS><<<static_cast<int>(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
 /// One row per block of BLOCK threads, read twice through the L2 (fused_add_two_pass_kernel):
 /// 2 vectors of each input a thread, 1024 threads an SM (64 registers).
 template <typename T, int VEC, int BLOCK>
@@ -805,13 +892,14 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
         if (a.rows <= kFewRows && nvec > 64) {
             if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
             if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
-            if (nvec <= 512) return launch_rows<T, VEC, 512, 1>(a, stream);
+            // 257 to 1024 vectors (2049 to 8192 16-bit columns): the decode kernel, one block a row.
+            if (nvec <= 512) return launch_decode<T, VEC, 512, 1>(a, stream);
             // Past 512 vectors, two a thread in just the warps they need: on an H100, 1 to 128 rows
             // of 5120-8192 columns 0.1-0.3 us (1-4%) faster than one in 1024 threads.
-            if (nvec <= 640) return launch_rows<T, VEC, 320, 2>(a, stream);
-            if (nvec <= 768) return launch_rows<T, VEC, 384, 2>(a, stream);
-            if (nvec <= 896) return launch_rows<T, VEC, 448, 2>(a, stream);
-            if (nvec <= 1024) return launch_rows<T, VEC, 512, 2>(a, stream);
+            if (nvec <= 640) return launch_decode<T, VEC, 320, 2>(a, stream);
+            if (nvec <= 768) return launch_decode<T, VEC, 384, 2>(a, stream);
+            if (nvec <= 896) return launch_decode<T, VEC, 448, 2>(a, stream);
+            if (nvec <= 1024) return launch_decode<T, VEC, 512, 2>(a, stream);
             if (nvec <= 2048) return launch_rows<T, VEC, 1024, 2>(a, stream);
         }
     }

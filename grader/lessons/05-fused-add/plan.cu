@@ -86,6 +86,10 @@ std::vector<FusedCase> fused_cases() {
         {"residual_aliases_only", "residual_out == residual, y separate", 300, 2048, normal, false, true},
         {"rows_zero", "rows = 0 returns success and launches nothing", 0, 1024},
         {"one_row", "a single row", 1, 8192},
+        {"few_rows_part_block", "3 rows of 2056 columns: a decode batch whose row leaves part of its block idle "
+         "(257 16-byte vectors of fp16/bf16 in 512 threads), the last row ending at the end of every tensor", 3, 2056},
+        {"few_rows_two_vectors_in_place", "5 rows of 5128 columns in place: a decode batch of two 16-byte vectors a "
+         "thread whose last ones are partly idle", 5, 5128, normal, true, true},
         {"many_rows_gt_65535", "70001 rows", 70001, 136},
         {"short_rows_in_place", "1001 rows of 256 columns, in place: a block of several rows ends part-way", 1001,
          256, normal, true, true},

@@ -5,7 +5,7 @@
 /// a warp or less), every load before any use, the row kept in registers, the sum reduced with
 /// shuffles inside a warp and through shared memory across warps. Rows longer than 1024 threads × 8
 /// vectors (narrow widths only) are read twice. A decode batch (256 rows or fewer) gets one vector
-/// a thread. It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
+/// a thread, and loads the weight with it. It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -45,7 +45,9 @@ __device__ float row_sum(float v, int g, float* partials) {
     return v;
 }
 
-template <typename T, int W>
+/// EARLY_W: the weight is loaded with the row (a decode batch, one vector a thread), so its memory
+/// latency overlaps the row's instead of following the reduction.
+template <typename T, int W, bool EARLY_W>
 __global__ void __launch_bounds__(1024) rows_in_registers(const T* x, int64_t xs, const T* weight, T* y, int64_t ys, int64_t rows, int cols,
                                   float eps, int g) {
     using P = Pack<T, W>;
@@ -62,6 +64,9 @@ __global__ void __launch_bounds__(1024) rows_in_registers(const T* x, int64_t xs
 #pragma unroll
         for (int i = 0; i < kIters; ++i)
             if (active && lane + i * g < nvec) v[i] = xr[lane + i * g];
+        const P* w = reinterpret_cast<const P*>(weight);
+        P early_w;
+        if (EARLY_W && active && lane < nvec) early_w = w[lane];
         float sum = 0.0f;
 #pragma unroll
         for (int i = 0; i < kIters; ++i)
@@ -69,13 +74,12 @@ __global__ void __launch_bounds__(1024) rows_in_registers(const T* x, int64_t xs
                 for (int k = 0; k < W; ++k) sum += to_float(v[i].v[k]) * to_float(v[i].v[k]);
         const float inv_rms = rsqrtf(row_sum(sum, g, partials) / cols + eps);
         if (!active) continue;
-        const P* w = reinterpret_cast<const P*>(weight);
         P* yr = reinterpret_cast<P*>(y + row * ys);
 #pragma unroll
         for (int i = 0; i < kIters; ++i) {
             const int idx = lane + i * g;
             if (idx >= nvec) continue;
-            const P wv = w[idx];
+            const P wv = EARLY_W && i == 0 ? early_w : w[idx];
             P out;
             for (int k = 0; k < W; ++k) out.v[k] = from_float<T>(to_float(v[i].v[k]) * inv_rms * to_float(wv.v[k]));
             yr[idx] = out;
@@ -121,8 +125,13 @@ cudaError_t launch(const T* x, int64_t xs, const T* weight, T* y, int64_t ys, in
     while (g < 1024 && g * per_thread < nvec) g *= 2;
     const int block = g <= 32 ? 256 : g;  // a row group past a warp is the whole block
     const int64_t blocks = (rows + block / g - 1) / (block / g);
-    rows_in_registers<T, W><<<static_cast<int>(blocks < 65536 ? blocks : 65536), block, 0, stream>>>(
-        x, xs, weight, y, ys, rows, cols, eps, g);
+    if (per_thread == 1) {
+        rows_in_registers<T, W, true><<<static_cast<int>(blocks < 65536 ? blocks : 65536), block, 0, stream>>>(
+            x, xs, weight, y, ys, rows, cols, eps, g);
+    } else {
+        rows_in_registers<T, W, false><<<static_cast<int>(blocks < 65536 ? blocks : 65536), block, 0, stream>>>(
+            x, xs, weight, y, ys, rows, cols, eps, g);
+    }
     return cudaGetLastError();
 }
 
