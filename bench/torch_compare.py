@@ -41,6 +41,9 @@ time (Python, the dispatcher, a compiled function's guards) is not counted: thes
 times, as the grader's are. CUDA events around one replay, the L2 lines held under an evict-last
 priority reset to normal (a write alone leaves them) and a 256 MiB buffer written before
 every sample, so L2 holds none of the inputs, the median of --samples samples after warm-up.
+Shapes moving under 16 MiB (decode batches, a few tokens) take --short-samples instead: a call
+of about 5 us is a few hundred steps of the event timer, and the median of 25 such samples
+moved by several percent between runs of the same kernels.
 A shape's implementations are timed interleaved (sample i of each before sample i + 1 of
 any), and the reference is timed twice: the gap between its two medians is the row's noise.
 GB/s = (each input read once + each output written once) / 1e9 / seconds: the grader's
@@ -96,6 +99,9 @@ SEED_SHAPES = (
 # Decode batches beside the seed table's 4096-column ones (lessons 4 and 5): a model of 7168.
 DECODE_SHAPES = [(r, 7168) for r in (1, 16, 128)]
 LESSON4_MAX_COLS = 65536
+# Shapes moving fewer bytes than this are latency-bound launches of a few microseconds (the
+# largest decode batch, lesson 5's 128 x 7168, moves 7 MiB; the smallest bandwidth shape 32).
+SHORT_BYTES = 16 << 20
 LONG_ROWS = [(4096, 65536), (4096, 131072), (1024, 262144), (2048, 262144)]
 # Lesson 6: tokens of a [tokens, heads, head_dim] q tensor.
 QK_TOKENS = (1, 128, 4096, 16384, 32768, 65536)
@@ -180,13 +186,14 @@ class Timer:
         self.start = torch.cuda.Event(enable_timing=True)
         self.stop = torch.cuda.Event(enable_timing=True)
 
-    def __call__(self, fns):
+    def __call__(self, fns, samples=None):
+        samples = samples or self.samples
         for fn in fns:
             for _ in range(self.warmup):
                 fn()
         torch.cuda.synchronize()
         times = [[] for _ in fns]
-        for i in range(self.samples):
+        for i in range(samples):
             for k, fn in enumerate(fns):
                 # The previous sample has finished: reset, then write, so the write evicts them.
                 if self.reset is not None and self.reset() != 0:
@@ -361,7 +368,10 @@ class Bench:
             g, ok = (fn, False) if self.args.no_graphs else as_graph(fn)
             fns.append(g)
             graphed.append(ok)
-        seconds = self.timer(fns)
+        samples = self.samples
+        if nbytes < SHORT_BYTES:
+            samples = max(samples, self.args.short_samples)
+        seconds = self.timer(fns, samples)
         noise = abs(seconds[0] - seconds[-2]) / min(seconds[0], seconds[-2])
         for (name, _), sec, ok in zip(impls, seconds, graphed):
             moved = 2 * half if name == "copy" else nbytes
@@ -370,7 +380,7 @@ class Bench:
                 continue
             self.rows.append({"lesson": lesson, "impl": name, "shape": shape, "dtype": dtype,
                               "gbps": round(gbps, 1), "us": round(sec * 1e6, 2), "graph": ok,
-                              "noise": round(noise, 4)})
+                              "noise": round(noise, 4), "samples": samples})
             print(f"lesson {lesson} {name:9s} {shape:>20s} {dtype:5s} {sec * 1e6:10.2f} us {gbps:8.1f} GB/s",
                   flush=True)
         del src, dst
@@ -396,6 +406,9 @@ def main():
                     help="lesson 9 on the seed shapes of these row lengths only (comma-separated; default: all)")
     ap.add_argument("--dtypes", default="fp16,bf16", help="comma-separated subset of fp16,bf16")
     ap.add_argument("--samples", type=int, default=25, help="timed samples per measurement (>= 20)")
+    ap.add_argument("--short-samples", type=int, default=300,
+                    help=f"timed samples per measurement for shapes moving under {SHORT_BYTES >> 20} MiB "
+                         "(latency-bound launches of a few microseconds)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
     ap.add_argument("--no-graphs", action="store_true", help="time plain calls, host overhead included")
     ap.add_argument("--max-rows", type=int, default=0,
@@ -553,6 +566,8 @@ def main():
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "samples": args.samples,
+        "short_samples": max(args.samples, args.short_samples),
+        "short_bytes": SHORT_BYTES,
         "graphs": not args.no_graphs,
         "l2_reset": bench.timer.reset is not None,
         "liger": peers.version() if peers.liger() else None,

@@ -22,6 +22,14 @@ import os
 import results_names
 
 
+def short_samples(run):
+    """The sample count of the short shapes, where a run took more of them than of the rest."""
+    n = run.get("short_samples")
+    if not n or n == run.get("samples"):
+        return ""
+    return f" ({n} for shapes moving under {run.get('short_bytes', 16 << 20) >> 20} MiB)"
+
+
 def rows_of(path):
     """(lesson, shape, dtype) -> {impl: GB/s, 'noise': ..., 'bytes': ...} of one run."""
     with open(path) as f:
@@ -153,7 +161,7 @@ def main():
     run_a, a = rows_of(args.first)
     run_b, b = rows_of(args.second) if args.second else (None, {})
     print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
-          f"{run_a.get('samples')} samples per timing.\n")
+          f"{run_a.get('samples')} samples per timing{short_samples(run_a)}.\n")
     counts = {}
     pairs = sorted(k for k in a if k[0] != 9 and "compile" in a[k])
     if pairs and b:
