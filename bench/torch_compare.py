@@ -368,7 +368,7 @@ class Bench:
             g, ok = (fn, False) if self.args.no_graphs else as_graph(fn)
             fns.append(g)
             graphed.append(ok)
-        samples = self.samples
+        samples = self.args.samples
         if nbytes < SHORT_BYTES:
             samples = max(samples, self.args.short_samples)
         seconds = self.timer(fns, samples)
