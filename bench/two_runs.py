@@ -27,7 +27,9 @@ def short_samples(run):
     n = run.get("short_samples")
     if not n or n == run.get("samples"):
         return ""
-    return f" ({n} for shapes moving under {run.get('short_bytes', 16 << 20) >> 20} MiB)"
+    placed = run.get("placements", 1)
+    where = f", pooled over {placed} placements of their tensors" if placed > 1 else ""
+    return f" ({n} for shapes moving under {run.get('short_bytes', 16 << 20) >> 20} MiB{where})"
 
 
 def rows_of(path):
