@@ -1,5 +1,7 @@
 """The maintainers' scripts that gpu-check relies on: the known-bad catalogue, the verdict
 matcher, and the results collector. They run without a GPU on made-up reports."""
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -203,6 +205,72 @@ class CollectResultsTests(unittest.TestCase):
                 short = json.load(f)["short_rows"]
             self.assertEqual([(e["row"], bool(e["reason"])) for e in short],
                              [("11 16384x4095 bf16", False), ("11 4096x8192 bf16", True)])
+
+
+class TorchCompareBenchTest(unittest.TestCase):
+    """bench/torch_compare.py's Bench pools a short shape's samples over the placement passes and
+    measures a long one in the first pass only; torch is stubbed, the timer made up."""
+
+    @classmethod
+    def setUpClass(cls):
+        stub = mock.MagicMock()
+        modules = {"torch": stub, "torch.nn": stub.nn, "torch.nn.functional": stub.nn.functional}
+        with mock.patch.dict(sys.modules, modules):
+            sys.path.insert(0, os.path.join(ROOT, "bench"))
+            try:
+                sys.modules.pop("torch_compare", None)
+                import torch_compare  # noqa: PLC0415
+            finally:
+                sys.path.pop(0)
+        cls.tc = torch_compare
+        cls.stub = stub
+
+    def bench(self, placements):
+        args = mock.Mock(samples=20, short_samples=60, placements=placements, no_graphs=True)
+        with mock.patch.dict(sys.modules, {"torch": self.stub}):
+            bench = self.tc.Bench(args)
+        calls = []
+
+        def samples_of(fns, n):
+            calls.append((bench.pass_index, len(fns), n))
+            # The reference (first) takes 1 us in the first pass and 3 us after; the peer 2 us;
+            # reference-again as the reference; the copy 1 us.
+            ref = 1e-6 if bench.pass_index == 0 else 3e-6
+            return [[ref] * n, [2e-6] * n, [ref] * n, [1e-6] * n]
+        bench.timer = mock.Mock(samples_of=samples_of)
+        return bench, calls
+
+    def measure(self, bench, passes, short_bytes, long_bytes):
+        impls = [("reference", lambda: None), ("compile", lambda: None)]
+        with mock.patch.object(self.tc, "torch", self.stub), contextlib.redirect_stdout(io.StringIO()):
+            for index in range(passes):
+                bench.pass_index = index
+                bench.shape(4, "16x4096", "bf16", short_bytes, impls)
+                bench.shape(4, "32768x4096", "bf16", long_bytes, impls)
+        bench.finish()
+        return {(r["shape"], r["impl"]): r for r in bench.rows}
+
+    def test_short_shapes_pool_every_pass_and_long_ones_take_the_first(self):
+        bench, calls = self.bench(placements=3)
+        rows = self.measure(bench, 3, short_bytes=256 * 1024, long_bytes=512 << 20)
+        # 60 short samples split over 3 passes; the long shape once, at --samples.
+        self.assertEqual(calls, [(0, 4, 20), (0, 4, 20), (1, 4, 20), (2, 4, 20)])
+        short = rows[("16x4096", "reference")]
+        self.assertEqual((short["samples"], short["placements"]), (60, 3))
+        # Pooled: 20 samples of 1 us and 40 of 3 us, median 3 us.
+        self.assertEqual(short["us"], 3.0)
+        self.assertEqual(rows[("16x4096", "compile")]["us"], 2.0)
+        long = rows[("32768x4096", "reference")]
+        self.assertEqual((long["samples"], long["placements"], long["us"]), (20, 1, 1.0))
+        self.assertNotIn(("16x4096", "reference-again"), rows)
+        self.assertEqual(short["noise"], 0.0)
+
+    def test_one_placement_is_the_plain_measurement(self):
+        bench, calls = self.bench(placements=1)
+        rows = self.measure(bench, 1, short_bytes=256 * 1024, long_bytes=512 << 20)
+        self.assertEqual(calls, [(0, 4, 60), (0, 4, 20)])
+        short = rows[("16x4096", "reference")]
+        self.assertEqual((short["samples"], short["us"]), (60, 1.0))
 
 
 if __name__ == "__main__":
