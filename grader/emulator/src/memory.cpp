@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "emu/control.h"
 #include "internal.h"
 #include "sampling.h"
 #include "traffic.h"
@@ -46,6 +47,8 @@ struct Allocation {
     std::size_t bytes = 0;
     bool live = false;
     bool lazy = false;  ///< a lazy range of a sampled call (sampling.cpp): every access is seen
+    /// Reads must fall in [start + read_lo, start + read_hi) (emu::set_read_window).
+    std::size_t read_lo = 0, read_hi = 0;
 };
 
 struct Heap {
@@ -123,7 +126,7 @@ void* device_alloc(std::size_t bytes) {
         h.next += span + granule;
     }
     const uint32_t id = static_cast<uint32_t>(h.allocs.size());
-    h.allocs.push_back(Allocation{start, bytes, true});
+    h.allocs.push_back(Allocation{start, bytes, true, false, 0, bytes});
     for (std::size_t g = 0; g < span / granule; ++g) h.granule_owner[((start - h.lo) >> kGranuleShift) + g] = id;
     return reinterpret_cast<void*>(start);
 }
@@ -158,6 +161,19 @@ void set_allocation_lazy(const void* start, bool lazy) {
     if (id == 0 || h.allocs[id].start != a) return;
     h.allocs[id].lazy = lazy;
     g_free_generation.fetch_add(1, std::memory_order_relaxed);  // no worker keeps it among its cached ranges
+}
+
+void set_read_window(const void* allocation, std::size_t lo, std::size_t hi) {
+    Heap& h = heap();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(allocation);
+    std::unique_lock<std::shared_mutex> lock(h.mu);
+    if (!h.contains(a)) return;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    if (id == 0 || h.allocs[id].start != a) return;
+    Allocation& al = h.allocs[id];
+    al.read_lo = lo < al.bytes ? lo : al.bytes;
+    al.read_hi = hi < al.read_lo ? al.read_lo : hi < al.bytes ? hi : al.bytes;
+    g_free_generation.fetch_add(1, std::memory_order_relaxed);  // no worker keeps the whole allocation cached
 }
 
 bool device_range_ok(const void* p, std::size_t bytes) {
@@ -245,25 +261,49 @@ namespace {
     raise_fault(cudaErrorMisalignedAddress, o.str());
 }
 
-/// A device address outside the worker's cached allocation: looked up in the granule table.
+/// A read of an allocation outside its read window (emu::set_read_window): the grader's guard
+/// zone before or after a tensor.
+[[noreturn, gnu::noinline, gnu::cold]] void report_guard_read(const Allocation& al, uintptr_t a, std::size_t bytes,
+                                                              const void* pc) {
+    const uintptr_t lo = al.start + al.read_lo, hi = al.start + al.read_hi;
+    std::ostringstream o;
+    o << "illegal address: " << where_now() << " reads " << bytes << " byte(s) at " << hex_address(a) << ", ";
+    if (a + bytes > hi)
+        o << (a >= hi ? a - hi : 0) << " byte(s) past the end of the " << hi - lo << "-byte tensor at "
+          << hex_address(lo) << " (into the grader's guard zone after it: the read is outside the tensor)";
+    else
+        o << lo - a << " byte(s) before the " << hi - lo << "-byte tensor at " << hex_address(lo)
+          << " (into the grader's guard zone before it: the read is outside the tensor)";
+    const std::string line = source_line(pc);
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(cudaErrorIllegalAddress, o.str());
+}
+
+/// A device address outside the worker's cached ranges: looked up in the granule table.
 [[gnu::noinline]] void check_device(uintptr_t a, std::size_t bytes, bool write, const void* pc) {
     Heap& h = heap();
     if (!h.contains(a)) return;
     const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
     if (id != 0) {
         const Allocation& al = h.allocs[id];  // the vector only grows under the lock; ids stay valid
-        if (al.live && a + bytes <= al.start + al.bytes && al.lazy) {
-            lazy_touch(a, bytes, write);  // never cached: each access may need contents first
-            return;
-        }
         if (al.live && a + bytes <= al.start + al.bytes) {
-            CachedRanges& c = tls_ranges;
-            const uint64_t generation = g_free_generation.load(std::memory_order_relaxed);
-            if (c.generation != generation) c = CachedRanges{};
-            c.generation = generation;
-            c.start[c.next] = al.start;
-            c.end[c.next] = al.start + al.bytes;
-            c.next = (c.next + 1) % CachedRanges::kSize;
+            const uintptr_t lo = al.start + al.read_lo, hi = al.start + al.read_hi;
+            const bool readable = a >= lo && a + bytes <= hi;
+            // A write outside the window is left to the grader's guard check, which names it.
+            if (!write && !readable) report_guard_read(al, a, bytes, pc);
+            if (al.lazy) {
+                lazy_touch(a, bytes, write);  // never cached: each access may need contents first
+                return;
+            }
+            if (readable) {  // only the window is cached, so every access outside it comes back here
+                CachedRanges& c = tls_ranges;
+                const uint64_t generation = g_free_generation.load(std::memory_order_relaxed);
+                if (c.generation != generation) c = CachedRanges{};
+                c.generation = generation;
+                c.start[c.next] = lo;
+                c.end[c.next] = hi;
+                c.next = (c.next + 1) % CachedRanges::kSize;
+            }
             return;
         }
     }

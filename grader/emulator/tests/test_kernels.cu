@@ -285,6 +285,34 @@ TEST_F(Emulator, ReadPastTheBufferIsAnIllegalAddress) {
     EXPECT_NE(text.find("past the end of the 64-byte device buffer"), std::string::npos) << text;
 }
 
+__global__ void read_at_kernel(const float* x, float* y, int i) { y[0] = x[i]; }
+__global__ void write_at_kernel(float* x, int i) { x[i] = 1.0f; }
+
+TEST_F(Emulator, AReadOfAGuardZoneIsAnIllegalAddressAndAWriteIsLeftToTheGrader) {
+    // 64 floats: a guard of 16 before and after a tensor of 32 (emu::set_read_window, as the
+    // grader's DeviceTensor sets it).
+    Buffer<float> buf(64), y(1);
+    emu::set_read_window(buf.d, 16 * sizeof(float), 48 * sizeof(float));
+    read_at_kernel<<<1, 1>>>(buf.d, y.d, 47);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the tensor's last element is readable";
+    read_at_kernel<<<1, 1>>>(buf.d, y.d, 48);
+    cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    std::string text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("0 byte(s) past the end of the 128-byte tensor"), std::string::npos) << text;
+    EXPECT_NE(text.find("guard zone after it"), std::string::npos) << text;
+    cudaDeviceReset();
+    read_at_kernel<<<1, 1>>>(buf.d, y.d, 14);
+    e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("8 byte(s) before the 128-byte tensor"), std::string::npos) << text;
+    cudaDeviceReset();
+    // A write there is the grader's to find (its guard check names the element).
+    write_at_kernel<<<1, 1>>>(buf.d, 50);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 __global__ void copy_first_kernel(const float* x, float* y) { y[0] = x[0]; }
 
 TEST_F(Emulator, FreedMemoryIsIllegalUntilAnAllocationOfItsSizeTakesItAgain) {

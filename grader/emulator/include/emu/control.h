@@ -27,6 +27,12 @@ std::string take_unwritten_shared_read();
 /// same seed schedules the same way, and two launches on the same inputs do not.
 void set_schedule_seed(uint64_t seed);
 
+/// Kernel reads of the device allocation at `allocation` outside its bytes [lo, hi) are illegal
+/// addresses: the grader's guard zones around a tensor it checks for writes (docs/emulator.md,
+/// "Guard zones"). Writes there stay allowed, so the grader's own check names what was written.
+/// Every allocation starts with the whole of it readable.
+void set_read_window(const void* allocation, std::size_t lo, std::size_t hi);
+
 // ---- large calls on a sample of blocks (docs/emulator.md, "Sampled calls") ------------------
 
 /// Opens a sampled call: until end_sampled_call, a submission's launch of more than a few blocks
