@@ -152,27 +152,34 @@ bool device_free(void* p) {
     return true;
 }
 
+namespace {
+
+/// The live or freed allocation that starts at `start`, or nullptr; the caller holds the heap's lock.
+Allocation* allocation_starting_at(Heap& h, const void* start) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(start);
+    if (!h.contains(a)) return nullptr;
+    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
+    return id == 0 || h.allocs[id].start != a ? nullptr : &h.allocs[id];
+}
+
+}  // namespace
+
 void set_allocation_lazy(const void* start, bool lazy) {
     Heap& h = heap();
-    const uintptr_t a = reinterpret_cast<uintptr_t>(start);
     std::unique_lock<std::shared_mutex> lock(h.mu);
-    if (!h.contains(a)) return;
-    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
-    if (id == 0 || h.allocs[id].start != a) return;
-    h.allocs[id].lazy = lazy;
+    Allocation* al = allocation_starting_at(h, start);
+    if (!al) return;
+    al->lazy = lazy;
     g_free_generation.fetch_add(1, std::memory_order_relaxed);  // no worker keeps it among its cached ranges
 }
 
 void set_read_window(const void* allocation, std::size_t lo, std::size_t hi) {
     Heap& h = heap();
-    const uintptr_t a = reinterpret_cast<uintptr_t>(allocation);
     std::unique_lock<std::shared_mutex> lock(h.mu);
-    if (!h.contains(a)) return;
-    const uint32_t id = h.granule_owner[(a - h.lo) >> kGranuleShift];
-    if (id == 0 || h.allocs[id].start != a) return;
-    Allocation& al = h.allocs[id];
-    al.read_lo = lo < al.bytes ? lo : al.bytes;
-    al.read_hi = hi < al.read_lo ? al.read_lo : hi < al.bytes ? hi : al.bytes;
+    Allocation* al = allocation_starting_at(h, allocation);
+    if (!al) return;
+    al->read_lo = lo < al->bytes ? lo : al->bytes;
+    al->read_hi = hi < al->read_lo ? al->read_lo : hi < al->bytes ? hi : al->bytes;
     g_free_generation.fetch_add(1, std::memory_order_relaxed);  // no worker keeps the whole allocation cached
 }
 
