@@ -170,7 +170,8 @@ def persisting_l2_reset():
 
 
 class Timer:
-    """Interleaved median event times of several callables, L2 flushed before every sample.
+    """Interleaved event times of several callables, L2 flushed before every sample (Bench takes
+    the medians).
 
     Sample i of every callable is taken before sample i + 1 of any, so a drift of the
     GPU's clocks or memory state during a shape's measurement falls on all of them alike
@@ -188,10 +189,6 @@ class Timer:
                   file=sys.stderr)
         self.start = torch.cuda.Event(enable_timing=True)
         self.stop = torch.cuda.Event(enable_timing=True)
-
-    def __call__(self, fns, samples=None):
-        """The median time of each callable, in seconds."""
-        return [statistics.median(t) for t in self.samples_of(fns, samples)]
 
     def samples_of(self, fns, samples=None):
         """Every timed sample of each callable, in seconds."""
