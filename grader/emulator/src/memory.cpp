@@ -275,9 +275,13 @@ namespace {
     const uintptr_t lo = al.start + al.read_lo, hi = al.start + al.read_hi;
     std::ostringstream o;
     o << "illegal address: " << where_now() << " reads " << bytes << " byte(s) at " << hex_address(a) << ", ";
-    if (a + bytes > hi)
-        o << (a >= hi ? a - hi : 0) << " byte(s) past the end of the " << hi - lo << "-byte tensor at "
-          << hex_address(lo) << " (into the grader's guard zone after it: the read is outside the tensor)";
+    // A read that starts inside the tensor and runs out of it (a whole vector at its end) says how far it runs.
+    if (a + bytes > hi && a < hi)
+        o << "its last " << a + bytes - hi << " byte(s) past the end of the " << hi - lo << "-byte tensor at "
+          << hex_address(lo) << " (into the grader's guard zone after it: the read is partly outside the tensor)";
+    else if (a + bytes > hi)
+        o << a - hi << " byte(s) past the end of the " << hi - lo << "-byte tensor at " << hex_address(lo)
+          << " (into the grader's guard zone after it: the read is outside the tensor)";
     else
         o << lo - a << " byte(s) before the " << hi - lo << "-byte tensor at " << hex_address(lo)
           << " (into the grader's guard zone before it: the read is outside the tensor)";

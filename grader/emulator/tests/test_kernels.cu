@@ -287,6 +287,9 @@ TEST_F(Emulator, ReadPastTheBufferIsAnIllegalAddress) {
 
 __global__ void read_at_kernel(const float* x, float* y, int i) { y[0] = x[i]; }
 __global__ void write_at_kernel(float* x, int i) { x[i] = 1.0f; }
+__global__ void read_vector_at_kernel(const float* x, float4* y, int i) {
+    y[0] = *reinterpret_cast<const float4*>(x + i);
+}
 
 TEST_F(Emulator, AReadOfAGuardZoneIsAnIllegalAddressAndAWriteIsLeftToTheGrader) {
     // 64 floats: a guard of 16 before and after a tensor of 32 (emu::set_read_window, as the
@@ -307,6 +310,15 @@ TEST_F(Emulator, AReadOfAGuardZoneIsAnIllegalAddressAndAWriteIsLeftToTheGrader) 
     ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
     text = cudaGetErrorString(e);
     EXPECT_NE(text.find("8 byte(s) before the 128-byte tensor"), std::string::npos) << text;
+    cudaDeviceReset();
+    // A vector that starts inside the tensor and runs out of it.
+    emu::set_read_window(buf.d, 16 * sizeof(float), 46 * sizeof(float));
+    Buffer<float4> y4(1);
+    read_vector_at_kernel<<<1, 1>>>(buf.d, y4.d, 44);
+    e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    text = cudaGetErrorString(e);
+    EXPECT_NE(text.find("its last 8 byte(s) past the end of the 120-byte tensor"), std::string::npos) << text;
     cudaDeviceReset();
     // A write there is the grader's to find (its guard check names the element).
     write_at_kernel<<<1, 1>>>(buf.d, 50);
