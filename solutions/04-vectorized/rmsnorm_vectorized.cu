@@ -434,15 +434,20 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
 /// to its last store, so the path is kept short: x and the weight are both loaded first,
 /// through plain global loads (the pointers are not `__restrict__`, so the compiler does not use
 /// the read-only path, which measured 0.05-0.1 us slower here), and the inverse RMS is one
-/// `rsqrtf` (at most 2 ulp) rather than a divide and a square root. Measured on an H100 against
-/// rmsnorm_rows_kernel, which it replaces here (one process, L2 flushed, two runs of three
-/// rounds): level to 0.3 us faster at 1, 16 and 128 rows of 4096 and 7168 columns, and level
-/// with Liger-Kernel, whose Triton kernel follows the same plan.
+/// `rsqrtf` (at most 2 ulp) rather than a divide and a square root. Between the barrier and the
+/// stores there is only what needs the inverse RMS: x and the weight are in fp32 registers
+/// before it, 1/cols is computed while the loads are in flight, and every thread adds the warps'
+/// partials itself from 16-byte shared loads instead of a second round of shuffles. Measured on
+/// an H100 against rmsnorm_rows_kernel, which it replaces here (one process, L2 flushed, two runs
+/// of three rounds): level to 0.3 us faster at 1, 16 and 128 rows of 4096 and 7168 columns; the
+/// short tail, with 256 threads of two vectors at 4096 columns, another 0.03-0.13 us at 1 to 256
+/// rows of 4096 (performance.md, "Decode batches: the path after the barrier").
 template <typename T, int VEC, int BLOCK, int ITERS>
 __global__ void __launch_bounds__(BLOCK) rmsnorm_decode_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     constexpr int kWarps = BLOCK / kWarpSize;
-    __shared__ float partials[kWarps];
+    constexpr int kSlots = (kWarps + 3) / 4 * 4;
+    __shared__ __align__(16) float partials[kSlots];
     const int nvec = a.cols / VEC;
     const P* xr = reinterpret_cast<const P*>(a.x + blockIdx.x * a.x_row_stride);
     P* yr = reinterpret_cast<P*>(a.y + blockIdx.x * a.y_row_stride);
@@ -459,33 +464,40 @@ __global__ void __launch_bounds__(BLOCK) rmsnorm_decode_kernel(Args<T> a) {
         const int idx = threadIdx.x + i * BLOCK;
         if (idx < nvec) wv[i] = w[idx];
     }
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
     float sum = 0.0f;
+    float xf[ITERS][VEC], gf[ITERS][VEC];
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
         if (threadIdx.x + i * BLOCK < nvec) {
-            float f[VEC];
-            unpack(xv[i], f);
+            unpack(xv[i], xf[i]);
+            unpack(wv[i], gf[i]);
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+            for (int k = 0; k < VEC; ++k) sum = fmaf(xf[i][k], xf[i][k], sum);
         }
     }
-    // One row a block and no second row: a single bank of partials and one barrier.
+    // One row a block and no second row: a single bank of partials and one barrier. The slots
+    // past the last warp's are zeroed, so every thread reads whole float4s and adds them alike.
     const int lane = threadIdx.x % kWarpSize;
     sum = group_sum<kWarpSize>(sum);
     if (lane == 0) partials[threadIdx.x / kWarpSize] = sum;
+    if (kSlots > kWarps && threadIdx.x < kSlots - kWarps) partials[kWarps + threadIdx.x] = 0.0f;
     __syncthreads();
-    sum = group_sum<kWarpSize>(lane < kWarps ? partials[lane] : 0.0f);
-    const float inv_rms = rsqrtf(sum / static_cast<float>(a.cols) + a.eps);
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; k += 4) {
+        const float4 q = *reinterpret_cast<const float4*>(&partials[k]);
+        total += (q.x + q.y) + (q.z + q.w);
+    }
+    const float inv_rms = rsqrtf(total * inv_cols + a.eps);
 
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
         const int idx = threadIdx.x + i * BLOCK;
         if (idx < nvec) {
-            float f[VEC], g[VEC];
-            unpack(xv[i], f);
-            unpack(wv[i], g);
+            float f[VEC];
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+            for (int k = 0; k < VEC; ++k) f[k] = xf[i][k] * inv_rms * gf[i][k];
             yr[idx] = pack<T, VEC>(f);
         }
     }
@@ -752,7 +764,9 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
             if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
             // 257 to 1024 vectors (2049 to 8192 16-bit columns): the decode kernel, one block a row.
-            if (nvec <= 512) return launch_decode<T, VEC, 512, 1>(a, stream);
+            // Up to 512, two vectors a thread in 256 threads: on an H100 0.03-0.13 us faster than
+            // one in 512 at 1 to 256 rows of 4096 columns, once the tail after the barrier was short.
+            if (nvec <= 512) return launch_decode<T, VEC, 256, 2>(a, stream);
             // Past 512 vectors, two a thread in just the warps they need: on an H100, 16 and 128 rows
             // of 5120-8192 columns 0.05-0.3 us faster than one in 1024 threads; one row level.
             if (nvec <= 640) return launch_decode<T, VEC, 320, 2>(a, stream);

@@ -339,14 +339,19 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fused_add_rows_kerne
 /// weight loaded first through plain global loads (no `__restrict__`: the read-only path
 /// measured slower here, and y or residual_out may be x or the residual), one barrier, and
 /// `rsqrtf` for the inverse RMS. Each thread stores only elements it has already loaded, so the
-/// in-place calls stay safe. Measured on an H100 against fused_add_rows_kernel, which it replaces
-/// here (one process, L2 flushed, three rounds): level to 0.2 us faster at 1, 16 and 128 rows of
-/// 4096 and 7168 columns.
+/// in-place calls stay safe. After the barrier only the scale and the stores are left: the sum
+/// x + r and the weight wait in fp32 registers, 1/cols is computed while the loads are in flight,
+/// and every thread adds the warps' partials from 16-byte shared loads. Measured on an H100
+/// against fused_add_rows_kernel, which it replaces here (one process, L2 flushed, three rounds):
+/// level to 0.2 us faster at 1, 16 and 128 rows of 4096 and 7168 columns; the short tail, with 256
+/// threads of two vectors at 4096 columns, another 0.03-0.2 us at 1 to 256 rows of 4096 to 8192
+/// (performance.md, "Decode rows: the path after the barrier").
 template <typename T, int VEC, int BLOCK, int ITERS>
 __global__ void __launch_bounds__(BLOCK) fused_add_decode_kernel(Args<T> a) {
     using P = Pack<T, VEC>;
     constexpr int kWarps = BLOCK / kWarpSize;
-    __shared__ float partials[kWarps];
+    constexpr int kSlots = (kWarps + 3) / 4 * 4;
+    __shared__ __align__(16) float partials[kSlots];
     const int nvec = a.cols / VEC;
     const int64_t offset = static_cast<int64_t>(blockIdx.x) * a.cols;
     const P* xr = reinterpret_cast<const P*>(a.x + offset);
@@ -370,7 +375,9 @@ __global__ void __launch_bounds__(BLOCK) fused_add_decode_kernel(Args<T> a) {
         if (idx < nvec) wv[i] = w[idx];
     }
     // s = x + r; residual_out is stored before the reduction, so its stores overlap it.
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
     float sum = 0.0f;
+    float sf[ITERS][VEC], gf[ITERS][VEC];
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
         const int idx = threadIdx.x + i * BLOCK;
@@ -384,29 +391,33 @@ __global__ void __launch_bounds__(BLOCK) fused_add_decode_kernel(Args<T> a) {
                 sum = fmaf(s[k], s[k], sum);
             }
             ror[idx] = pack<T, VEC>(s);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) sf[i][k] = s[k];
+            unpack(wv[i], gf[i]);
         }
     }
     // One row a block and no second row: a single bank of partials and one barrier.
     const int lane = threadIdx.x % kWarpSize;
     sum = group_sum<kWarpSize>(sum);
     if (lane == 0) partials[threadIdx.x / kWarpSize] = sum;
+    // The slots past the last warp's are zeroed, so every thread reads whole float4s alike.
+    if (kSlots > kWarps && threadIdx.x < kSlots - kWarps) partials[kWarps + threadIdx.x] = 0.0f;
     __syncthreads();
-    sum = group_sum<kWarpSize>(lane < kWarps ? partials[lane] : 0.0f);
-    const float inv_rms = rsqrtf(sum / static_cast<float>(a.cols) + a.eps);
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; k += 4) {
+        const float4 q = *reinterpret_cast<const float4*>(&partials[k]);
+        total += (q.x + q.y) + (q.z + q.w);
+    }
+    const float inv_rms = rsqrtf(total * inv_cols + a.eps);
 
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
         const int idx = threadIdx.x + i * BLOCK;
         if (idx < nvec) {
-            // The same fp32 additions as above give the same bits.
-            float s[VEC], f[VEC];
-            unpack(xv[i], s);
-            unpack(rv[i], f);
+            float s[VEC];
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) s[k] += f[k];
-            unpack(wv[i], f);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) s[k] = s[k] * inv_rms * f[k];
+            for (int k = 0; k < VEC; ++k) s[k] = sf[i][k] * inv_rms * gf[i][k];
             yr[idx] = pack<T, VEC>(s);
         }
     }
@@ -893,7 +904,9 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
             if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
             // 257 to 1024 vectors (2049 to 8192 16-bit columns): the decode kernel, one block a row.
-            if (nvec <= 512) return launch_decode<T, VEC, 512, 1>(a, stream);
+            // Up to 512, two vectors of each input a thread in 256 threads: on an H100 0.05-0.2 us
+            // faster than one in 512 at 1 to 256 rows of 4096, once the tail after the barrier was short.
+            if (nvec <= 512) return launch_decode<T, VEC, 256, 2>(a, stream);
             // Past 512 vectors, two a thread in just the warps they need: on an H100, 1 to 128 rows
             // of 5120-8192 columns 0.1-0.3 us (1-4%) faster than one in 1024 threads.
             if (nvec <= 640) return launch_decode<T, VEC, 320, 2>(a, stream);
