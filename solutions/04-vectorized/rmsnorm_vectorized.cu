@@ -440,7 +440,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) rmsnorm_rows_kernel(Args<T>
 /// partials itself from 16-byte shared loads instead of a second round of shuffles. Measured on
 /// an H100 against rmsnorm_rows_kernel, which it replaces here (one process, L2 flushed, two runs
 /// of three rounds): level to 0.3 us faster at 1, 16 and 128 rows of 4096 and 7168 columns; the
-/// short tail, with 256 threads of two vectors at 4096 columns, another 0.03-0.13 us at 1 to 256
+/// short tail, with 256 threads of two vectors at 4096 columns, another 0-0.16 us at 1 to 256
 /// rows of 4096 (performance.md, "Decode batches: the path after the barrier").
 template <typename T, int VEC, int BLOCK, int ITERS>
 __global__ void __launch_bounds__(BLOCK) rmsnorm_decode_kernel(Args<T> a) {
@@ -764,7 +764,7 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
             if (nvec <= 128) return launch_rows<T, VEC, 128, 1>(a, stream);
             if (nvec <= 256) return launch_rows<T, VEC, 256, 1>(a, stream);
             // 257 to 1024 vectors (2049 to 8192 16-bit columns): the decode kernel, one block a row.
-            // Up to 512, two vectors a thread in 256 threads: on an H100 0.03-0.13 us faster than
+            // Up to 512, two vectors a thread in 256 threads: on an H100 up to 0.16 us faster than
             // one in 512 at 1 to 256 rows of 4096 columns, once the tail after the barrier was short.
             if (nvec <= 512) return launch_decode<T, VEC, 256, 2>(a, stream);
             // Past 512 vectors, two a thread in just the warps they need: on an H100, 16 and 128 rows
