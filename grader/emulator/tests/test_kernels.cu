@@ -295,31 +295,30 @@ TEST_F(Emulator, AReadOfAGuardZoneIsAnIllegalAddressAndAWriteIsLeftToTheGrader) 
     // 64 floats: a guard of 16 before and after a tensor of 32 (emu::set_read_window, as the
     // grader's DeviceTensor sets it).
     Buffer<float> buf(64), y(1);
+    // The message of the fault the last launch ended in (an illegal address), the device reset after it.
+    auto fault_text = [] {
+        const cudaError_t e = cudaDeviceSynchronize();
+        EXPECT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+        std::string text = cudaGetErrorString(e);
+        cudaDeviceReset();
+        return text;
+    };
     emu::set_read_window(buf.d, 16 * sizeof(float), 48 * sizeof(float));
     read_at_kernel<<<1, 1>>>(buf.d, y.d, 47);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the tensor's last element is readable";
     read_at_kernel<<<1, 1>>>(buf.d, y.d, 48);
-    cudaError_t e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
-    std::string text = cudaGetErrorString(e);
+    std::string text = fault_text();
     EXPECT_NE(text.find("0 byte(s) past the end of the 128-byte tensor"), std::string::npos) << text;
     EXPECT_NE(text.find("guard zone after it"), std::string::npos) << text;
-    cudaDeviceReset();
     read_at_kernel<<<1, 1>>>(buf.d, y.d, 14);
-    e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
-    text = cudaGetErrorString(e);
+    text = fault_text();
     EXPECT_NE(text.find("8 byte(s) before the 128-byte tensor"), std::string::npos) << text;
-    cudaDeviceReset();
     // A vector that starts inside the tensor and runs out of it.
     emu::set_read_window(buf.d, 16 * sizeof(float), 46 * sizeof(float));
     Buffer<float4> y4(1);
     read_vector_at_kernel<<<1, 1>>>(buf.d, y4.d, 44);
-    e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
-    text = cudaGetErrorString(e);
+    text = fault_text();
     EXPECT_NE(text.find("its last 8 byte(s) past the end of the 120-byte tensor"), std::string::npos) << text;
-    cudaDeviceReset();
     // A write there is the grader's to find (its guard check names the element).
     write_at_kernel<<<1, 1>>>(buf.d, 50);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
