@@ -64,12 +64,13 @@ Usage (after a build; LIBDIR holds lessonN_reference.so):
 Then: scripts/collect-results DIR --torch torch.json adds the side-by-side table.
 
 To refresh the published rows (docs/results/index.md), write them under their stable names instead:
-    python3 bench/torch_compare.py --lessons 4,5,6,8 --publish docs/results --run 1   # and again with --run 2
-    python3 bench/torch_compare.py --lessons 9 --publish docs/results
-    python3 bench/torch_compare.py --lessons 10,11 --fp8-shapes issue --publish docs/results
-    python3 bench/torch_compare.py --lessons 4,5,10 --max-rows 128 --kind decode --publish docs/results --run 1  # and 2
-which write docs/results/torch/<gpu>-torch-run1.json (-run2), <gpu>-lesson9-torch.json and
-<gpu>-lessons10-11.json; bench/two_runs.py --results docs/results makes the two-run table from the first pair.
+    python3 bench/torch_compare.py --lessons 4,5,6,8 --publish docs/results --run 1
+    python3 bench/torch_compare.py --lessons 9 --publish docs/results --run 1
+    python3 bench/torch_compare.py --lessons 10,11 --fp8-shapes issue --publish docs/results --run 1
+    python3 bench/torch_compare.py --lessons 4,5,10 --max-rows 128 --kind decode --publish docs/results --run 1
+each again with --run 2 straight after: every peers' page is two runs in a row. They write
+docs/results/torch/<gpu>-<kind>-run1.json and -run2.json (kinds: torch, lesson9-torch, lessons10-11,
+decode); bench/two_runs.py --results docs/results [--kind KIND] makes a page's tables from its pair.
 """
 import argparse
 import ctypes
@@ -438,7 +439,7 @@ def main():
     ap.add_argument("--kind", choices=("torch", "lesson9-torch", "lessons10-11", "decode"),
                     help="the results page the published rows belong to (default: from --lessons)")
     ap.add_argument("--run", type=int, choices=(1, 2),
-                    help="with --publish and the two-run page (lessons 4, 5, 6, 8): which of the two runs this is")
+                    help="with --publish: which of the page's two runs in a row this is (every peers' page has two)")
     ap.add_argument("--workbook", default="build-gpu/lib", help="folder holding lessonN_reference.so")
     ap.add_argument("--lessons", default="4,5,6,8,9,10,11", help="comma-separated subset of 4,5,6,8,9,10,11")
     ap.add_argument("--fp8-shapes", choices=("issue", "seed"), default="seed",
@@ -477,7 +478,7 @@ def main():
     if args.publish and kind is None:
         ap.error("these lessons belong to more than one results page (4,5,6,8 | 9 | 10,11): "
                  "publish them in separate runs, or name the page with --kind")
-    if args.publish and kind in ("torch", "decode") and not args.run:
+    if args.publish and kind in results_names.TWO_RUN_KINDS and not args.run:
         ap.error(f"the {kind} page is two runs in a row: say which with --run 1 or --run 2")
     if kind == "decode" and not 0 < args.max_rows <= 128:
         ap.error("the decode page is the decode batches alone: give --max-rows 128 (or fewer)")
@@ -649,7 +650,7 @@ def main():
     }
     targets = [args.out] if args.out else []
     if args.publish:
-        targets.append(results_names.raw(args.publish, result["gpu"], kind, args.run if kind in ("torch", "decode") else None))
+        targets.append(results_names.raw(args.publish, result["gpu"], kind, args.run if kind in results_names.TWO_RUN_KINDS else None))
     for path in targets:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as f:

@@ -3,15 +3,17 @@
 
 A row is "slower" only when the reference is behind torch.compile by more than that run's noise band
 (the gap between the reference's two timings, at least 1%), as scripts/collect-results judges it.
-Lesson 9 rows, when a run has them, also show the share of the large copy given with --copy-gbps.
+Lesson 9 rows, when a run has them, get counts by group and by option (in each run and in both) and a
+table with each row's share of the large copy (--copy-gbps, or the fastest copy of the 1st run).
 The optional peers (bench/peers.py: torch.compile with dynamic shapes, Liger-Kernel) get a table of
 their own, judged the same way, and decode batches (128 rows or fewer) one in microseconds from
 launch to completion, every implementation of the run side by side.
 
 Usage: python3 bench/two_runs.py A.json B.json [--copy-gbps 3005] > table.md
-       python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"] [--kind decode]
-The second form reads the published pair, docs/results/torch/<gpu>-torch-run1.json and -run2.json
-(bench/torch_compare.py --publish; docs/results/index.md), for the table of <gpu>-torch.md.
+       python3 bench/two_runs.py --results docs/results [--gpu "NVIDIA H100 80GB HBM3"] [--kind KIND]
+The second form reads a page's published pair, docs/results/torch/<gpu>-<kind>-run1.json and -run2.json
+(bench/torch_compare.py --publish; docs/results/index.md), KIND one of torch (the default: lessons 4-8),
+decode, lesson9-torch, lessons10-11.
 A lesson 9 run alone (one file) gives its lesson 9 table.
 """
 import argparse
@@ -128,8 +130,7 @@ def decode_table(a):
 
 
 def published_pair(ap, results, gpu, kind="torch"):
-    """The two published runs of a two-run page (lessons 4-8, or the decode batches), for the named
-    GPU or the only one there is."""
+    """The two published runs of a peers' page, for the named GPU or the only one there is."""
     if gpu:
         pair = [results_names.raw(results, gpu, kind, run) for run in (1, 2)]
     else:
@@ -150,9 +151,10 @@ def main():
     ap.add_argument("second", nargs="?")
     ap.add_argument("--results", metavar="DIR", help="read the published pair of runs from DIR/torch/")
     ap.add_argument("--gpu", help="with --results: the GPU's name (default: the only GPU with a published pair)")
-    ap.add_argument("--kind", default="torch", choices=("torch", "decode"),
+    ap.add_argument("--kind", default="torch", choices=results_names.TWO_RUN_KINDS,
                     help="with --results: which two-run page (default: lessons 4-8)")
-    ap.add_argument("--copy-gbps", type=float, default=0.0, help="the large copy, for lesson 9's share column")
+    ap.add_argument("--copy-gbps", type=float, default=0.0,
+                    help="the large copy, for lesson 9's share column (default: the fastest copy of the 1st run)")
     args = ap.parse_args()
     if args.results:
         if args.first:
@@ -191,17 +193,65 @@ def main():
     notes = list(dict.fromkeys(run_a.get("peer_notes", []) + (run_b or {}).get("peer_notes", [])))
     peer_table(a, b, notes)
     decode_table(a)
+    lesson9_tables(a, b, args.copy_gbps or max((g.get("copy", 0.0) for g in a.values()), default=0.0))
+
+def lesson9_group(key, g):
+    """Which of lesson 9's summary lines a row counts in: decode batches, 64 MiB or more, or neither."""
+    rows = int(key[1].rsplit("_", 1)[1].split("x")[0])
+    return "decode" if rows <= DECODE_ROWS else "large" if g["bytes"] >= 64 * 2**20 else "other"
+
+
+def lesson9_tables(a, b, copy_gbps):
+    """Lesson 9's rows: counts by group and by option, in each run and in both, then every row."""
     nine = sorted(k for k in a if k[0] == 9 and "compile" in a[k])
-    if nine:
+    if not nine:
+        return
+    runs = [a] + ([b] if b and all(k in b and "compile" in b[k] for k in nine) else [])
+    verdicts = {k: [verdict(run[k])[1] for run in runs] for k in nine}
+    both = len(runs) == 2
+
+    def counts(keys):
+        cells = []
+        for i in range(len(runs)):
+            vs = [verdicts[k][i] for k in keys]
+            cells.append(f"{vs.count('faster')}, {vs.count('tie')}, {vs.count('slower')}")
+        if both:
+            cells.append(str(sum(verdicts[k] == ["slower", "slower"] for k in keys)))
+        return cells
+
+    heads = ["faster, level, slower" + (f" ({n})" if both else "") for n in ("1st", "2nd")[:len(runs)]]
+    heads += ["slower in both"] if both else []
+    print("\nLesson 9 against torch.compile (a row is slower when behind by more than max(noise, 1%)):\n")
+    print("| rows | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    names = (("decode", f"decode batches: {DECODE_ROWS} rows or fewer"), ("large", "64 MiB or more"))
+    for group, name in names:
+        keys = [k for k in nine if lesson9_group(k, a[k]) == group]
+        print(f"| {name} ({len(keys)}) | " + " | ".join(counts(keys)) + " |")
+    print(f"| all {len(nine)} rows | " + " | ".join(counts(nine)) + " |")
+    print("\n| 64 MiB or more, by option | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    options = sorted({k[1].rsplit("_", 1)[0] for k in nine})
+    for option in options:
+        keys = [k for k in nine if k[1].rsplit("_", 1)[0] == option and lesson9_group(k, a[k]) == "large"]
+        print(f"| {option} ({len(keys)}) | " + " | ".join(counts(keys)) + " |")
+    share = f" (of the fastest copy timed in the 1st run, {copy_gbps:.0f} GB/s)" if copy_gbps else ""
+    if both:
+        print("\n| lesson 9 option and shape | dtype | MiB moved | reference GB/s (1st, 2nd) | "
+              f"torch.compile GB/s (1st, 2nd) | vs compile, 1st | vs compile, 2nd | % of the large copy{share} |")
+        print("|---|---|---:|---:|---:|---|---|---:|")
+    else:
         print("\n| lesson 9 option and shape | dtype | MiB moved | reference GB/s | torch.compile GB/s | vs compile | "
-              "% of the large copy |")
+              f"% of the large copy{share} |")
         print("|---|---|---:|---:|---:|---|---:|")
-        for key in nine:
-            g = a[key]
-            ratio, v = verdict(g)
-            share = f"{100 * g['reference'] / args.copy_gbps:.1f}%" if args.copy_gbps else ""
-            print(f"| {key[1]} | {key[2]} | {g['bytes'] / 2**20:.0f} | {g['reference']:.0f} | {g['compile']:.0f} | "
-                  f"{ratio:.3f} {v} | {share} |")
+    for key in nine:
+        g = a[key]
+        cells = [f"{key[1]}", key[2], f"{g['bytes'] / 2**20:.0f}",
+                 ", ".join(f"{run[key]['reference']:.0f}" for run in runs),
+                 ", ".join(f"{run[key]['compile']:.0f}" for run in runs)]
+        cells += [f"{verdict(run[key])[0]:.3f} {v}" for run, v in zip(runs, verdicts[key])]
+        cells.append(f"{100 * g['reference'] / copy_gbps:.1f}%" if copy_gbps else "")
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

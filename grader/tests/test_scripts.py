@@ -392,8 +392,9 @@ class ResultsNamesTests(unittest.TestCase):
         results = os.path.join(ROOT, "docs", "results")
         files = sorted(os.path.relpath(os.path.join(d, f), results).replace(os.sep, "/")
                        for d, _, fs in os.walk(results) for f in fs)
-        # One page (and its raw rows) per kind and GPU: a kind more, a few files more; never dated copies.
-        self.assertLessEqual(len(files), 20, files)
+        # One page (and its raw rows, two runs for a peers' page) per kind and GPU: a kind more, a few
+        # files more; never dated copies.
+        self.assertLessEqual(len(files), 22, files)
         with open(os.path.join(results, "index.md"), encoding="utf-8") as f:
             index = f.read()
         for name in files:
@@ -441,6 +442,33 @@ class ResultsNamesTests(unittest.TestCase):
             self.assertIn("| 10 | 32768x4096 | bf16 | 2700 | 2500 | 1.080 faster |", proc.stdout)
             self.assertIn("| lesson | shape | dtype | vs Liger-Kernel |", proc.stdout)
             self.assertIn("| 10 | 32768x4096 | bf16 | 1.500 faster |", proc.stdout)
+
+    def test_two_runs_counts_lesson9_rows_behind_in_both_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # bias_rstd 8192x8192 behind in both runs, plain 8192x8192 in the 2nd only, a decode row ahead.
+            ratios = {1: {"bias_rstd_8192x8192": 0.95, "plain_8192x8192": 1.0, "plain_16x4096": 1.1},
+                      2: {"bias_rstd_8192x8192": 0.96, "plain_8192x8192": 0.9, "plain_16x4096": 1.1}}
+            for run, shapes in ratios.items():
+                rows = []
+                for shape, ratio in shapes.items():
+                    us = 100.0 if "8192x8192" in shape else 5.0
+                    mib = 256 if "8192x8192" in shape else 1
+                    for impl, t in (("reference", us), ("compile", us * ratio), ("copy", us * 0.9)):
+                        rows.append({"lesson": 9, "impl": impl, "shape": shape, "dtype": "bf16", "us": t,
+                                     "gbps": mib * 2**20 / (t * 1e3), "noise": 0.005})
+                path = self.names.raw(tmp, "Test GPU", "lesson9-torch", run)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"gpu": "Test GPU", "rows": rows}, f)
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "two_runs.py"), "--results", tmp,
+                                   "--kind", "lesson9-torch"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("| decode batches: 128 rows or fewer (1) | 1, 0, 0 | 1, 0, 0 | 0 |", proc.stdout)
+            self.assertIn("| 64 MiB or more (2) | 0, 1, 1 | 0, 0, 2 | 1 |", proc.stdout)
+            self.assertIn("| bias_rstd (1) | 0, 0, 1 | 0, 0, 1 | 1 |", proc.stdout)
+            self.assertIn("| plain (1) | 0, 1, 0 | 0, 0, 1 | 0 |", proc.stdout)
+            self.assertIn("| plain_8192x8192 | bf16 | 256 | ", proc.stdout)
+            self.assertIn("| 1.000 tie | 0.900 slower |", proc.stdout)
 
     def test_two_runs_reads_the_published_pair(self):
         with tempfile.TemporaryDirectory() as tmp:
