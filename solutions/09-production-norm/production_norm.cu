@@ -267,13 +267,40 @@ __device__ __forceinline__ float block_sum(float v, float (*slots)[BLOCK / kWarp
     return group_sum<kWarpSize>(total);
 }
 
+/// Sum over a block of BLOCK threads, every thread gets it, for one row a block on the latency
+/// path: each thread adds the warps' partials itself, four at a time from 16-byte shared
+/// loads, instead of a second round of shuffles after the barrier.
+template <int BLOCK>
+__device__ __forceinline__ float block_sum_direct(float v, float (*slots)[BLOCK / kWarpSize], int& bank) {
+    constexpr int kWarps = BLOCK / kWarpSize;
+    static_assert(kWarps % 4 == 0, "the partials are read as whole float4s");
+    v = group_sum<kWarpSize>(v);
+    if (threadIdx.x % kWarpSize == 0) slots[bank][threadIdx.x / kWarpSize] = v;
+    __syncthreads();
+    const float4* q = reinterpret_cast<const float4*>(slots[bank]);
+    float4 t = q[0];
+#pragma unroll
+    for (int j = 1; j < kWarps / 4; ++j) {
+        const float4 u = q[j];
+        t.x += u.x;
+        t.y += u.y;
+        t.z += u.z;
+        t.w += u.w;
+    }
+    bank ^= 1;
+    return (t.x + t.y) + (t.z + t.w);
+}
+
 template <int G>
 using Slots = float[2][(G > kWarpSize ? G : kWarpSize) / kWarpSize];
 
-template <int G>
+/// DIRECT: block_sum_direct for a block-wide row (the few-rows kernel).
+template <int G, bool DIRECT = false>
 __device__ __forceinline__ float row_sum(float v, Slots<G>& slots, int& bank) {
     if constexpr (G <= kWarpSize) {
         return group_sum<G>(v);
+    } else if constexpr (DIRECT) {
+        return block_sum_direct<G>(v, slots, bank);
     } else {
         return block_sum<G>(v, slots, bank);
     }
@@ -321,15 +348,20 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
     using P = Pack<T, VEC>;
     constexpr int kRowsPerBlock = BLOCK / G;
     static_assert(!STAGE || (G <= kWarpSize && VEC * sizeof(T) == 16), "staged parameters: several rows a block");
+    // KEEP, the short tail after the barrier of lessons 4 and 5's decode kernels. Measured on an
+    // H100 at 1 to 128 rows of 4096 it gains 2-5% in the pre-norm step (a residual, compiled
+    // without the bias and LayerNorm code), where the sum x + residual is not formed again; in
+    // the kernel with that code it was up to 7% slower there, and 0-4% slower for the options
+    // without a residual.
+    constexpr bool KEEP = EARLY && PLAIN && RES;
     // Room for up to G · ITERS vectors of each parameter, fp32 ones taking two words each.
     constexpr int kStageWords = STAGE ? G * ITERS * (sizeof(T) == 2 ? 2 : 1) : 1;
-    __shared__ Slots<G> slots;
+    __shared__ alignas(16) Slots<G> slots;
     __shared__ uint4 stage_w[kStageWords];
     __shared__ uint4 stage_b[kStageWords];
     const int nvec = a.cols / VEC;
     const int lane = threadIdx.x % G;
     const int group = threadIdx.x / G;
-    const float inv_cols = 1.0f / static_cast<float>(a.cols);
     int bank = 0;
 
     for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < a.rows;
@@ -361,6 +393,28 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
                 if (!PLAIN && a.bias) load_param_words<T>(a.bias, a.bias_f32, lane, b_words);
             }
         }
+        // After the loads are issued, so their wait covers the division.
+        const float inv_cols = 1.0f / static_cast<float>(a.cols);
+        // KEEP: x + residual and the weight stay in fp32 from here to the stores, so nothing is
+        // unpacked or added again after the last reduction, on the launch's critical path.
+        float s_keep[KEEP ? VEC : 1], w_keep[KEEP ? VEC : 1];
+        if constexpr (KEEP) {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) s_keep[k] = w_keep[k] = 0.0f;
+            if (active && lane < nvec) {
+                sum_input<T, VEC, RES>(xv[0], rv[0], s_keep);
+                load_param_staged<T, VEC>(w_words, a.weight_f32, 0, w_keep);
+            }
+        }
+        // Vector i of x (+ residual) in fp32: kept (KEEP) or unpacked again.
+        auto input_of = [&](int i, float(&s)[VEC]) {
+            if constexpr (KEEP) {
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) s[k] = s_keep[k];
+            } else {
+                sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+            }
+        };
         // residual_out leaves at once; its stores overlap the reductions.
         if (RES && a.residual_out && active) {
             P* ror = reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + row_offset(r, a.heads, a.ro_s0, a.ro_s1));
@@ -369,7 +423,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
                 const int idx = lane + i * G;
                 if (idx < nvec) {
                     float s[VEC];
-                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                    input_of(i, s);
                     ror[idx] = pack<T, VEC>(s);
                 }
             }
@@ -403,14 +457,16 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
                 const int idx = lane + i * G;
                 if (active && idx < nvec) {
                     float s[VEC];
-                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                    input_of(i, s);
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) sum += s[k];
                 }
-                keep_packed(xv[i]);
-                if constexpr (RES) keep_packed(rv[i]);
+                if constexpr (!KEEP) {
+                    keep_packed(xv[i]);
+                    if constexpr (RES) keep_packed(rv[i]);
+                }
             }
-            mean = row_sum<G>(sum, slots, bank) * inv_cols;
+            mean = row_sum<G, KEEP>(sum, slots, bank) * inv_cols;
         }
         float sq = 0.0f;
 #pragma unroll
@@ -418,17 +474,19 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
             const int idx = lane + i * G;
             if (active && idx < nvec) {
                 float s[VEC];
-                sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                input_of(i, s);
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
                     const float d = s[k] - mean;
                     sq = fmaf(d, d, sq);
                 }
             }
-            keep_packed(xv[i]);
-            if constexpr (RES) keep_packed(rv[i]);
+            if constexpr (!KEEP) {
+                keep_packed(xv[i]);
+                if constexpr (RES) keep_packed(rv[i]);
+            }
         }
-        const float rstd = rsqrtf(row_sum<G>(sq, slots, bank) * inv_cols + a.eps);
+        const float rstd = rsqrtf(row_sum<G, KEEP>(sq, slots, bank) * inv_cols + a.eps);
         /// [two-pass-stats]
 
         if constexpr (STAGE) __syncthreads();
@@ -440,7 +498,14 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) norm_rows_kernel(Params a) 
                 const int idx = lane + i * G;
                 if (idx < nvec) {
                     float s[VEC], w[VEC];
-                    sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s);
+                    input_of(i, s);
+                    if constexpr (KEEP) {
+                        // The weight this thread converted before the reductions (no bias: PLAIN).
+#pragma unroll
+                        for (int k = 0; k < VEC; ++k) s[k] = s[k] * rstd * w_keep[k];
+                        yr[idx] = pack<T, VEC>(s);
+                        continue;
+                    }
                     if constexpr (STAGE || EARLY) {
                         // The parameters from the block's copy, or (EARLY) from this thread's
                         // registers, which hold one vector's words at index 0.
@@ -908,11 +973,21 @@ cudaError_t launch_rows(const Params& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+using Launcher = cudaError_t (*)(const Params&, cudaStream_t);
+
 /// One row per block of G threads, one 16-byte vector a thread, its parameters loaded with it.
-template <typename T, int VEC, bool RES, int G>
+/// PLAIN: RMSNorm without a bias, compiled without the bias and LayerNorm code (and, beside a
+/// residual, with the short tail: norm_rows_kernel's KEEP).
+template <typename T, int VEC, bool RES, int G, bool PLAIN = false>
 cudaError_t launch_few(const Params& a, cudaStream_t stream) {
-    norm_rows_kernel<T, VEC, RES, G, 1, G, false, min_blocks(G), false, true><<<grid_for(a.rows), G, 0, stream>>>(a);
+    norm_rows_kernel<T, VEC, RES, G, 1, G, false, min_blocks(G), PLAIN, true><<<grid_for(a.rows), G, 0, stream>>>(a);
     return cudaGetLastError();
+}
+
+/// launch_few for these rows: PLAIN when there is no bias and no LayerNorm.
+template <typename T, int VEC, bool RES, int G>
+Launcher few_launcher(bool heavy) {
+    return heavy ? &launch_few<T, VEC, RES, G> : &launch_few<T, VEC, RES, G, true>;
 }
 
 /// [wide-rows]
@@ -1000,8 +1075,6 @@ cudaError_t launch_slice(const Params& a, cudaStream_t stream) {
 }
 /// [cluster-launch]
 
-using Launcher = cudaError_t (*)(const Params&, cudaStream_t);
-
 /// Several rows a block (G ≤ 32) share a copy of the parameters in shared memory when the
 /// rows have a bias or are LayerNorm (`heavy`), or have a lone weight in groups of 8 or more
 /// threads without a residual (norm_rows_kernel says why).
@@ -1032,10 +1105,10 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
         // At most one row an SM: the parameters join the row's loads. Measured on an H100 at
         // 4096 columns, every option, 1 to 128 rows: 2-15% faster; at 256 rows up to 2% slower.
         if (rows <= kEarlyParamRows && nvec > 64) {
-            if (nvec <= 128) return &launch_few<T, VEC, RES, 128>;
-            if (nvec <= 256) return &launch_few<T, VEC, RES, 256>;
-            if (nvec <= 512) return &launch_few<T, VEC, RES, 512>;
-            if (nvec <= 1024) return &launch_few<T, VEC, RES, 1024>;
+            if (nvec <= 128) return few_launcher<T, VEC, RES, 128>(heavy);
+            if (nvec <= 256) return few_launcher<T, VEC, RES, 256>(heavy);
+            if (nvec <= 512) return few_launcher<T, VEC, RES, 512>(heavy);
+            if (nvec <= 1024) return few_launcher<T, VEC, RES, 1024>(heavy);
         }
         if (rows <= kFewRows && nvec > 64) {
             if (nvec <= 128) return &launch_rows<T, VEC, RES, 128, 1>;
