@@ -18,6 +18,8 @@
  *  - long RMSNorm rows read twice, the L2 asked to keep the row between the reads (lessons 4
  *    and 5), so a thread holds 2 vectors and the SM runs more threads;
  *  - several rows per block sharing one copy of the weight and bias in shared memory;
+ *  - decode batches (a few rows) of the common options in a kernel with no code for the others:
+ *    there the time is one block's path from launch to its last store;
  *  - what one kernel for every option must tell the compiler: a register cap (launch bounds),
  *    and that the weight and bias are read-only for the launch (`__ldg`), so their loads are
  *    16 bytes wide and need not wait behind the stores of y.
@@ -990,6 +992,122 @@ Launcher few_launcher(bool heavy) {
     return heavy ? &launch_few<T, VEC, RES, G> : &launch_few<T, VEC, RES, G, true>;
 }
 
+/// [decode-rows]
+/// Decode batches of 2-D RMSNorm rows with parameters in T (at most kEarlyParamRows rows of 257
+/// to 1024 16-byte vectors): lessons 4 and 5's decode kernel with this lesson's options. One row
+/// a block of BLOCK threads, two vectors a thread, no row loop; the row, the residual, the
+/// weight and (BIAS) the bias are all loaded first, x + residual and the weight converted to
+/// fp32 before the barrier, and every thread adds the warps' partials itself, so after the
+/// barrier only the products and the stores remain. Plain loads for the parameters: nothing
+/// is stored before them, so the read-only path has nothing to overtake.
+///
+/// Performance: with one block or a few on an idle GPU the time is one block's path from launch
+/// to its last store, and that path is short only in a kernel with little code. Measured on an
+/// H100 (1, 16 and 128 rows of 4096 and 7168 columns, plain, bias + rstd and pre-norm, both
+/// 16-bit dtypes, two processes): 3-12% faster than the few-rows row kernel it replaces here,
+/// level with lesson 4's decode kernel on the plain rows. The same kernel with the 3-D row
+/// offset and fp32 parameters as runtime branches was only 0-8% faster, and slower in bf16 with
+/// a bias or a residual: those rows keep the row kernel (launch_few).
+template <typename T, int VEC, bool RES, bool BIAS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
+    constexpr int ITERS = 2;
+    constexpr int kWarps = BLOCK / kWarpSize;
+    constexpr int kSlots = (kWarps + 3) / 4 * 4;
+    static_assert(VEC * sizeof(T) == 16, "the decode kernel moves 16-byte vectors");
+    using P = Pack<T, VEC>;
+    __shared__ alignas(16) float partials[kSlots];
+    const int nvec = a.cols / VEC;
+    const int64_t row = blockIdx.x;
+    const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row * a.x_s0);
+    const P* rr = RES ? reinterpret_cast<const P*>(static_cast<const T*>(a.residual) + row * a.r_s0) : nullptr;
+    const P* w = static_cast<const P*>(a.weight);
+    const P* b = static_cast<const P*>(a.bias);
+    P xv[ITERS], rv[RES ? ITERS : 1], wv[ITERS], bv[BIAS ? ITERS : 1];
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            xv[i] = xr[idx];
+            if constexpr (RES) rv[i] = rr[idx];
+            wv[i] = w[idx];
+            if constexpr (BIAS) bv[i] = b[idx];
+        }
+    }
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    float s[ITERS][VEC], g[ITERS][VEC];
+    float sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        if (threadIdx.x + i * BLOCK < nvec) {
+            sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s[i]);
+            unpack(wv[i], g[i]);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) sq = fmaf(s[i][k], s[i][k], sq);
+        }
+    }
+    // residual_out leaves at once; its stores overlap the reduction.
+    if (RES && a.residual_out) {
+        P* ror = reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + row * a.ro_s0);
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int idx = threadIdx.x + i * BLOCK;
+            if (idx < nvec) ror[idx] = pack<T, VEC>(s[i]);
+        }
+    }
+    // One row a block: one bank of partials, one barrier. The slots past the last warp's are
+    // zeroed, so every thread reads whole float4s.
+    sq = group_sum<kWarpSize>(sq);
+    if (threadIdx.x % kWarpSize == 0) partials[threadIdx.x / kWarpSize] = sq;
+    if (kSlots > kWarps && threadIdx.x < kSlots - kWarps) partials[kWarps + threadIdx.x] = 0.0f;
+    __syncthreads();
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; k += 4) {
+        const float4 q = *reinterpret_cast<const float4*>(&partials[k]);
+        total += (q.x + q.y) + (q.z + q.w);
+    }
+    const float rstd = rsqrtf(total * inv_cols + a.eps);
+    if (a.rstd && threadIdx.x == 0) a.rstd[row] = rstd;
+    P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row * a.y_s0);
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        const int idx = threadIdx.x + i * BLOCK;
+        if (idx < nvec) {
+            float f[VEC];
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) f[k] = s[i][k] * rstd * g[i][k];
+            if constexpr (BIAS) {
+                float c[VEC];
+                unpack(bv[i], c);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) f[k] += c[k];
+            }
+            yr[idx] = pack<T, VEC>(f);
+        }
+    }
+}
+
+template <typename T, int VEC, bool RES, bool BIAS, int BLOCK>
+cudaError_t launch_decode(const Params& a, cudaStream_t stream) {
+    norm_decode_kernel<T, VEC, RES, BIAS, BLOCK><<<static_cast<int>(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+/// launch_decode for rows of nvec vectors, two a thread in the warps they need.
+template <typename T, int VEC, bool RES>
+Launcher decode_launcher(int nvec, bool bias) {
+    auto pick = [&](auto block) -> Launcher {
+        constexpr int B = decltype(block)::value;
+        return bias ? &launch_decode<T, VEC, RES, true, B> : &launch_decode<T, VEC, RES, false, B>;
+    };
+    if (nvec <= 512) return pick(std::integral_constant<int, 256>{});
+    if (nvec <= 640) return pick(std::integral_constant<int, 320>{});
+    if (nvec <= 768) return pick(std::integral_constant<int, 384>{});
+    if (nvec <= 896) return pick(std::integral_constant<int, 448>{});
+    return pick(std::integral_constant<int, 512>{});
+}
+/// [decode-rows]
+
 /// [wide-rows]
 /// One row per block of G threads holding 2 vectors each, at 1536 resident threads an SM
 /// (40 registers), for rows with a bias or LayerNorm. Their weight and bias loads wait after
@@ -1095,15 +1213,19 @@ Launcher rows_launcher(bool heavy) {
 /// it: with one parameter load a vector that block keeps up (the slice kernel measured 1-3%
 /// slower there). A longer row of narrower vectors (misaligned) is streamed. Few rows (a
 /// decode step) fill few SMs and the time is latency: there each thread takes one or two
-/// vectors.
+/// vectors. `flat`: one row per outer index (heads == 1), so a row's offset is row · stride.
 template <typename T, int VEC, bool RES>
-Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_params) {
+Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat) {
     // Accesses narrower than 16 bytes (columns or pointers that rule out 16-byte vectors)
     // carry so little that a thread needs twice as many in flight, as in lesson 4.
     constexpr int K = VEC * sizeof(T) == 16 ? (RES ? 4 : 8) : 16;
     if constexpr (VEC * sizeof(T) == 16) {
         // At most one row an SM: the parameters join the row's loads. Measured on an H100 at
         // 4096 columns, every option, 1 to 128 rows: 2-15% faster; at 256 rows up to 2% slower.
+        // 2-D RMSNorm rows with parameters in T take the decode kernel, whose code has no
+        // branch for the options they do not use (norm_decode_kernel says what it gains).
+        if (rows <= kEarlyParamRows && nvec > 256 && nvec <= 1024 && flat && !layer && !f32_params)
+            return decode_launcher<T, VEC, RES>(nvec, heavy);
         if (rows <= kEarlyParamRows && nvec > 64) {
             if (nvec <= 128) return few_launcher<T, VEC, RES, 128>(heavy);
             if (nvec <= 256) return few_launcher<T, VEC, RES, 256>(heavy);
@@ -1223,13 +1345,13 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
 /// [launch-plan]
 
 template <typename T>
-Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer, bool f32_params) {
+Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat) {
     constexpr int kFull = 16 / sizeof(T);
     if (vec == kFull)
-        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer, f32_params)
-                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer, f32_params);
-    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer, f32_params)
-               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer, f32_params);
+        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer, f32_params, flat)
+                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer, f32_params, flat);
+    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer, f32_params, flat)
+               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer, f32_params, flat);
 }
 
 // ----------------------------------------------------------------------------- validation
@@ -1446,9 +1568,9 @@ Status norm_create(const NormProblem& problem, NormDescriptor** out) {
     const bool f32_params = a.weight_f32 || a.bias_f32;
     Launcher launcher = nullptr;
     switch (p.x.dtype) {
-        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
-        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
-        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer, f32_params); break;
+        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
+        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
+        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
     }
     *out = new NormDescriptor{a, launcher};
     return Status::success;

@@ -7,8 +7,9 @@
 /// threads × 4 vectors of 16 bytes take a cluster of blocks, each keeping its slice of s in shared
 /// memory (README "Long rows"); such rows of narrower vectors are read again for each pass
 /// (residual_out, when written, stands in for s).
-/// A decode batch (256 rows or fewer) gets one vector a thread. It checks that the gate stays fair:
-/// scripts/straightforward-check grades it on a GPU.
+/// A decode batch (128 rows or fewer of at most 1024 vectors) gets one row a block, one vector a
+/// thread, its parameters loaded with the row (README "Decode batches"); up to 256 rows, one vector
+/// a thread. It checks that the gate stays fair: scripts/straightforward-check grades it on a GPU.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -160,6 +161,47 @@ __global__ void __launch_bounds__(1024) rows_in_registers(Params a, int g) {
                 for (int k = 0; k < W; ++k) s[k] = s_of(i, k);
                 store_y<T, W>(a, yr, lane + i * g, s, mean, rstd);
             }
+    }
+}
+
+/// A decode batch (128 rows or fewer of at most 1024 vectors; README "Decode batches"): one row a
+/// block, one vector a thread, its weight and bias loaded with it, so no memory round trip waits
+/// after the reductions.
+template <typename T, int W, bool RES>
+__global__ void __launch_bounds__(1024) decode_rows(Params a) {
+    using P = Pack<T, W>;
+    __shared__ float partials[32];
+    const int nvec = a.cols / W;
+    const int idx = threadIdx.x;
+    const int64_t row = blockIdx.x;
+    const bool mine = idx < nvec;
+    float s[W], w[W], b[W];
+    if (mine) {
+        const P xv = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row_offset(row, a.heads, a.x_s0, a.x_s1))[idx];
+        P rv;
+        if constexpr (RES) rv = reinterpret_cast<const P*>(static_cast<const T*>(a.residual) + row_offset(row, a.heads, a.r_s0, a.r_s1))[idx];
+        load_param<T, W>(a.weight, a.weight_f32, idx, w);
+        if (a.bias) load_param<T, W>(a.bias, a.bias_f32, idx, b);
+        for (int k = 0; k < W; ++k) s[k] = to_float(xv.v[k]) + (RES ? to_float(rv.v[k]) : 0.0f);
+        if (RES && a.residual_out) {
+            P out;
+            for (int k = 0; k < W; ++k) out.v[k] = from_float<T>(s[k]);
+            reinterpret_cast<P*>(static_cast<T*>(a.residual_out) + row_offset(row, a.heads, a.ro_s0, a.ro_s1))[idx] = out;
+        }
+    }
+    float sum = 0.0f;
+    if (a.layer && mine)
+        for (int k = 0; k < W; ++k) sum += s[k];
+    const float mean = a.layer ? row_sum(sum, blockDim.x, partials) / a.cols : 0.0f;
+    float sq = 0.0f;
+    if (mine)
+        for (int k = 0; k < W; ++k) sq += (s[k] - mean) * (s[k] - mean);
+    const float rstd = 1.0f / sqrtf(row_sum(sq, blockDim.x, partials) / a.cols + a.eps);
+    if (a.rstd && idx == 0) a.rstd[rstd_index(row, a.heads, a.rstd_s0)] = rstd;
+    if (mine) {
+        P out;
+        for (int k = 0; k < W; ++k) out.v[k] = from_float<T>((s[k] - mean) * rstd * w[k] + (a.bias ? b[k] : 0.0f));
+        reinterpret_cast<P*>(static_cast<T*>(a.y) + row_offset(row, a.heads, a.y_s0, a.y_s1))[idx] = out;
     }
 }
 
@@ -421,6 +463,13 @@ cudaError_t launch(const Params& a, cudaStream_t stream) {
     }
     if (nvec > 1024 * kIters) {
         rows_read_again<T, W, RES><<<static_cast<int>(std::min<int64_t>(a.rows, 65536)), 1024, 0, stream>>>(a);
+        return cudaGetLastError();
+    }
+    // A decode batch: one row a block, the parameters loaded with the row.
+    if (a.rows <= 128 && nvec <= 1024) {
+        int block = 32;
+        while (block < nvec) block *= 2;
+        decode_rows<T, W, RES><<<static_cast<int>(a.rows), block, 0, stream>>>(a);
         return cudaGetLastError();
     }
     // A few rows (a decode batch) cannot fill the GPU: one vector a thread, the shortest path.
