@@ -145,56 +145,6 @@ def published_pair(ap, results, gpu, kind="torch"):
     return pair
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("first", nargs="?")
-    ap.add_argument("second", nargs="?")
-    ap.add_argument("--results", metavar="DIR", help="read the published pair of runs from DIR/torch/")
-    ap.add_argument("--gpu", help="with --results: the GPU's name (default: the only GPU with a published pair)")
-    ap.add_argument("--kind", default="torch", choices=results_names.TWO_RUN_KINDS,
-                    help="with --results: which two-run page (default: lessons 4-8)")
-    ap.add_argument("--copy-gbps", type=float, default=0.0,
-                    help="the large copy, for lesson 9's share column (default: the fastest copy of the 1st run)")
-    args = ap.parse_args()
-    if args.results:
-        if args.first:
-            ap.error("give either two run files or --results, not both")
-        args.first, args.second = published_pair(ap, args.results, args.gpu, args.kind)
-    if not args.first:
-        ap.error("give the runs: A.json [B.json], or --results DIR")
-    run_a, a = rows_of(args.first)
-    run_b, b = rows_of(args.second) if args.second else (None, {})
-    print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
-          f"{run_a.get('samples')} samples per timing{short_samples(run_a)}.\n")
-    counts = {}
-    pairs = sorted(k for k in a if k[0] != 9 and "compile" in a[k])
-    if pairs and b:
-        print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
-              "vs compile, 1st | vs compile, 2nd |")
-        print("|---|---|---|---:|---:|---|---|")
-    elif pairs:
-        print("| lesson | shape | dtype | reference GB/s | torch.compile GB/s | vs compile |")
-        print("|---|---|---|---:|---:|---|")
-    for key in pairs:
-        ra, va = verdict(a[key])
-        cells = [f"{a[key]['reference']:.0f}", f"{a[key]['compile']:.0f}", f"{ra:.3f} {va}"]
-        if key in b and "compile" in b[key]:
-            rb, vb = verdict(b[key])
-            cells = [f"{a[key]['reference']:.0f}, {b[key]['reference']:.0f}",
-                     f"{a[key]['compile']:.0f}, {b[key]['compile']:.0f}", f"{ra:.3f} {va}", f"{rb:.3f} {vb}"]
-            counts.setdefault(key[0], []).append((va, vb))
-        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
-    if pairs:
-        print()
-    for lesson, vs in sorted(counts.items()):
-        both = sum(1 for va, vb in vs if va != "slower" and vb != "slower")
-        print(f"- lesson {lesson}: {both} of {len(vs)} rows at least level with torch.compile in both runs; "
-              f"slower in the 1st {sum(va == 'slower' for va, _ in vs)}, in the 2nd {sum(vb == 'slower' for _, vb in vs)}")
-    notes = list(dict.fromkeys(run_a.get("peer_notes", []) + (run_b or {}).get("peer_notes", [])))
-    peer_table(a, b, notes)
-    decode_table(a)
-    lesson9_tables(a, b, args.copy_gbps or max((g.get("copy", 0.0) for g in a.values()), default=0.0))
-
 def lesson9_group(key, g):
     """Which of lesson 9's summary lines a row counts in: decode batches, 64 MiB or more, or neither."""
     rows = int(key[1].rsplit("_", 1)[1].split("x")[0])
@@ -254,6 +204,57 @@ def lesson9_tables(a, b, copy_gbps):
         cells += [f"{verdict(run[key])[0]:.3f} {v}" for run, v in zip(runs, verdicts[key])]
         cells.append(f"{100 * g['reference'] / copy_gbps:.1f}%" if copy_gbps else "")
         print("| " + " | ".join(cells) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("first", nargs="?")
+    ap.add_argument("second", nargs="?")
+    ap.add_argument("--results", metavar="DIR", help="read the published pair of runs from DIR/torch/")
+    ap.add_argument("--gpu", help="with --results: the GPU's name (default: the only GPU with a published pair)")
+    ap.add_argument("--kind", default="torch", choices=results_names.TWO_RUN_KINDS,
+                    help="with --results: which two-run page (default: lessons 4-8)")
+    ap.add_argument("--copy-gbps", type=float, default=0.0,
+                    help="the large copy, for lesson 9's share column (default: the fastest copy of the 1st run)")
+    args = ap.parse_args()
+    if args.results:
+        if args.first:
+            ap.error("give either two run files or --results, not both")
+        args.first, args.second = published_pair(ap, args.results, args.gpu, args.kind)
+    if not args.first:
+        ap.error("give the runs: A.json [B.json], or --results DIR")
+    run_a, a = rows_of(args.first)
+    run_b, b = rows_of(args.second) if args.second else (None, {})
+    print(f"GPU {run_a.get('gpu')}, PyTorch {run_a.get('torch')}, CUDA {run_a.get('cuda')}, "
+          f"{run_a.get('samples')} samples per timing{short_samples(run_a)}.\n")
+    counts = {}
+    pairs = sorted(k for k in a if k[0] != 9 and "compile" in a[k])
+    if pairs and b:
+        print("| lesson | shape | dtype | reference GB/s (1st, 2nd) | torch.compile GB/s (1st, 2nd) | "
+              "vs compile, 1st | vs compile, 2nd |")
+        print("|---|---|---|---:|---:|---|---|")
+    elif pairs:
+        print("| lesson | shape | dtype | reference GB/s | torch.compile GB/s | vs compile |")
+        print("|---|---|---|---:|---:|---|")
+    for key in pairs:
+        ra, va = verdict(a[key])
+        cells = [f"{a[key]['reference']:.0f}", f"{a[key]['compile']:.0f}", f"{ra:.3f} {va}"]
+        if key in b and "compile" in b[key]:
+            rb, vb = verdict(b[key])
+            cells = [f"{a[key]['reference']:.0f}, {b[key]['reference']:.0f}",
+                     f"{a[key]['compile']:.0f}, {b[key]['compile']:.0f}", f"{ra:.3f} {va}", f"{rb:.3f} {vb}"]
+            counts.setdefault(key[0], []).append((va, vb))
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    if pairs:
+        print()
+    for lesson, vs in sorted(counts.items()):
+        both = sum(1 for va, vb in vs if va != "slower" and vb != "slower")
+        print(f"- lesson {lesson}: {both} of {len(vs)} rows at least level with torch.compile in both runs; "
+              f"slower in the 1st {sum(va == 'slower' for va, _ in vs)}, in the 2nd {sum(vb == 'slower' for _, vb in vs)}")
+    notes = list(dict.fromkeys(run_a.get("peer_notes", []) + (run_b or {}).get("peer_notes", [])))
+    peer_table(a, b, notes)
+    decode_table(a)
+    lesson9_tables(a, b, args.copy_gbps or max((g.get("copy", 0.0) for g in a.values()), default=0.0))
 
 
 if __name__ == "__main__":
