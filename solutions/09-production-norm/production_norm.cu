@@ -993,29 +993,32 @@ Launcher few_launcher(bool heavy) {
 }
 
 /// [decode-rows]
-/// Decode batches of 2-D RMSNorm rows with parameters in T (at most kEarlyParamRows rows of 257
-/// to 1024 16-byte vectors): lessons 4 and 5's decode kernel with this lesson's options. One row
-/// a block of BLOCK threads, two vectors a thread, no row loop; the row, the residual, the
-/// weight and (BIAS) the bias are all loaded first, x + residual and the weight converted to
-/// fp32 before the barrier, and every thread adds the warps' partials itself, so after the
-/// barrier only the products and the stores remain. Plain loads for the parameters: nothing
-/// is stored before them, so the read-only path has nothing to overtake.
+/// Decode batches of 2-D rows with parameters in T (at most kEarlyParamRows rows of 257 to 1024
+/// 16-byte vectors): lessons 4 and 5's decode kernel with this lesson's options. One row a
+/// block of BLOCK threads, two vectors a thread, no row loop; the row, the residual, the weight
+/// and (BIAS) the bias are all loaded first, x + residual and the weight converted to fp32
+/// before the first barrier, and every thread adds the warps' partials itself, so after the
+/// last barrier only the products and the stores remain. Plain loads for the parameters:
+/// nothing is stored before them, so the read-only path has nothing to overtake. LAYER: the
+/// mean first, then the squares about it, each through its own bank of partials, so the
+/// second sum needs no barrier before its writes.
 ///
 /// Performance: with one block or a few on an idle GPU the time is one block's path from launch
 /// to its last store, and that path is short only in a kernel with little code. Measured on an
 /// H100 (1, 16 and 128 rows of 4096 and 7168 columns, plain, bias + rstd and pre-norm, both
 /// 16-bit dtypes, two processes): 3-12% faster than the few-rows row kernel it replaces here,
-/// level with lesson 4's decode kernel on the plain rows. The same kernel with the 3-D row
-/// offset and fp32 parameters as runtime branches was only 0-8% faster, and slower in bf16 with
-/// a bias or a residual: those rows keep the row kernel (launch_few).
-template <typename T, int VEC, bool RES, bool BIAS, int BLOCK>
+/// level with lesson 4's decode kernel on the plain rows; with LAYER, 5-12% faster on every
+/// LayerNorm row. The same kernel with the 3-D row offset and fp32 parameters as runtime
+/// branches was only 0-8% faster, and slower in bf16 with a bias or a residual: those rows
+/// keep the row kernel (launch_few).
+template <typename T, int VEC, bool RES, bool BIAS, int BLOCK, bool LAYER>
 __global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
     constexpr int ITERS = 2;
     constexpr int kWarps = BLOCK / kWarpSize;
     constexpr int kSlots = (kWarps + 3) / 4 * 4;
     static_assert(VEC * sizeof(T) == 16, "the decode kernel moves 16-byte vectors");
     using P = Pack<T, VEC>;
-    __shared__ alignas(16) float partials[kSlots];
+    __shared__ alignas(16) float partials[LAYER ? 2 : 1][kSlots];
     const int nvec = a.cols / VEC;
     const int64_t row = blockIdx.x;
     const P* xr = reinterpret_cast<const P*>(static_cast<const T*>(a.x) + row * a.x_s0);
@@ -1035,14 +1038,11 @@ __global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
     }
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
     float s[ITERS][VEC], g[ITERS][VEC];
-    float sq = 0.0f;
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
         if (threadIdx.x + i * BLOCK < nvec) {
             sum_input<T, VEC, RES>(xv[i], rv[RES ? i : 0], s[i]);
             unpack(wv[i], g[i]);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) sq = fmaf(s[i][k], s[i][k], sq);
         }
     }
     // residual_out leaves at once; its stores overlap the reduction.
@@ -1054,19 +1054,44 @@ __global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
             if (idx < nvec) ror[idx] = pack<T, VEC>(s[i]);
         }
     }
-    // One row a block: one bank of partials, one barrier. The slots past the last warp's are
-    // zeroed, so every thread reads whole float4s.
-    sq = group_sum<kWarpSize>(sq);
-    if (threadIdx.x % kWarpSize == 0) partials[threadIdx.x / kWarpSize] = sq;
-    if (kSlots > kWarps && threadIdx.x < kSlots - kWarps) partials[kWarps + threadIdx.x] = 0.0f;
-    __syncthreads();
-    float total = 0.0f;
+    // A bank's slots past the last warp's are zeroed, so every thread reads whole float4s.
+    auto block_sum = [&](float v, float* bank) {
+        v = group_sum<kWarpSize>(v);
+        if (threadIdx.x % kWarpSize == 0) bank[threadIdx.x / kWarpSize] = v;
+        if (kSlots > kWarps && threadIdx.x < kSlots - kWarps) bank[kWarps + threadIdx.x] = 0.0f;
+        __syncthreads();
+        float total = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kSlots; k += 4) {
-        const float4 q = *reinterpret_cast<const float4*>(&partials[k]);
-        total += (q.x + q.y) + (q.z + q.w);
+        for (int k = 0; k < kSlots; k += 4) {
+            const float4 q = *reinterpret_cast<const float4*>(&bank[k]);
+            total += (q.x + q.y) + (q.z + q.w);
+        }
+        return total;
+    };
+    float mean = 0.0f;
+    if constexpr (LAYER) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            if (threadIdx.x + i * BLOCK < nvec) {
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) sum += s[i][k];
+            }
+        }
+        mean = block_sum(sum, partials[1]) * inv_cols;
     }
-    const float rstd = rsqrtf(total * inv_cols + a.eps);
+    float sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+        if (threadIdx.x + i * BLOCK < nvec) {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float d = s[i][k] - mean;
+                sq = fmaf(d, d, sq);
+            }
+        }
+    }
+    const float rstd = rsqrtf(block_sum(sq, partials[0]) * inv_cols + a.eps);
     if (a.rstd && threadIdx.x == 0) a.rstd[row] = rstd;
     P* yr = reinterpret_cast<P*>(static_cast<T*>(a.y) + row * a.y_s0);
 #pragma unroll
@@ -1075,7 +1100,7 @@ __global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
         if (idx < nvec) {
             float f[VEC];
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) f[k] = s[i][k] * rstd * g[i][k];
+            for (int k = 0; k < VEC; ++k) f[k] = (s[i][k] - mean) * rstd * g[i][k];
             if constexpr (BIAS) {
                 float c[VEC];
                 unpack(bv[i], c);
@@ -1087,18 +1112,21 @@ __global__ void __launch_bounds__(BLOCK) norm_decode_kernel(Params a) {
     }
 }
 
-template <typename T, int VEC, bool RES, bool BIAS, int BLOCK>
+/// norm_decode_kernel for these rows, with the bias's code only when there is a bias.
+template <typename T, int VEC, bool RES, int BLOCK, bool LAYER>
 cudaError_t launch_decode(const Params& a, cudaStream_t stream) {
-    norm_decode_kernel<T, VEC, RES, BIAS, BLOCK><<<static_cast<int>(a.rows), BLOCK, 0, stream>>>(a);
+    auto kernel = a.bias ? norm_decode_kernel<T, VEC, RES, true, BLOCK, LAYER>
+                         : norm_decode_kernel<T, VEC, RES, false, BLOCK, LAYER>;
+    kernel<<<static_cast<int>(a.rows), BLOCK, 0, stream>>>(a);
     return cudaGetLastError();
 }
 
 /// launch_decode for rows of nvec vectors, two a thread in the warps they need.
 template <typename T, int VEC, bool RES>
-Launcher decode_launcher(int nvec, bool bias) {
+Launcher decode_launcher(int nvec, bool layer) {
     auto pick = [&](auto block) -> Launcher {
         constexpr int B = decltype(block)::value;
-        return bias ? &launch_decode<T, VEC, RES, true, B> : &launch_decode<T, VEC, RES, false, B>;
+        return layer ? &launch_decode<T, VEC, RES, B, true> : &launch_decode<T, VEC, RES, B, false>;
     };
     if (nvec <= 512) return pick(std::integral_constant<int, 256>{});
     if (nvec <= 640) return pick(std::integral_constant<int, 320>{});
@@ -1222,10 +1250,10 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
     if constexpr (VEC * sizeof(T) == 16) {
         // At most one row an SM: the parameters join the row's loads. Measured on an H100 at
         // 4096 columns, every option, 1 to 128 rows: 2-15% faster; at 256 rows up to 2% slower.
-        // 2-D RMSNorm rows with parameters in T take the decode kernel, whose code has no
-        // branch for the options they do not use (norm_decode_kernel says what it gains).
-        if (rows <= kEarlyParamRows && nvec > 256 && nvec <= 1024 && flat && !layer && !f32_params)
-            return decode_launcher<T, VEC, RES>(nvec, heavy);
+        // 2-D rows with parameters in T take the decode kernel, whose code has no branch for
+        // the options they do not use (norm_decode_kernel says what it gains).
+        if (rows <= kEarlyParamRows && nvec > 256 && nvec <= 1024 && flat && !f32_params)
+            return decode_launcher<T, VEC, RES>(nvec, layer);
         if (rows <= kEarlyParamRows && nvec > 64) {
             if (nvec <= 128) return few_launcher<T, VEC, RES, 128>(heavy);
             if (nvec <= 256) return few_launcher<T, VEC, RES, 256>(heavy);

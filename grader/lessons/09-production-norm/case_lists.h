@@ -268,7 +268,7 @@ std::vector<ProdCase> prod_cases() {
          64, 0, 4096, full | kWeightF32 | kBiasF32 | kYInPlace | kResInPlace},
         {"decode_bias_f32_weight_t", "128 rows, bias in fp32 and weight in T", 128, 0, 2048, kBias | kBiasF32},
         {"decode_3d_prenorm", "3-D [8, 16, 1024], 128 rows, pre-norm with rstd", 8, 16, 1024, kRstd | kPreNorm},
-        // 2-D RMSNorm rows with parameters in T: the reference's decode kernel, two vectors a thread.
+        // 2-D rows with parameters in T: the reference's decode kernel, two vectors a thread.
         {"decode_prenorm_bias_in_place", "128 rows of 4096, bias + rstd + residual in/out, in place, parameters in T",
          128, 0, 4096, kBias | kRstd | kPreNorm | kYInPlace | kResInPlace},
         {"decode_padded_rows_257_vectors",
@@ -276,6 +276,14 @@ std::vector<ProdCase> prod_cases() {
          16, 0, 2056, kBias | kRstd | kPreNorm, 2120},
         {"decode_residual_in_897_vectors", "3 rows of 7176 (897 16-byte vectors), a residual in, none out", 3, 0, 7176,
          kResidual},
+        // LayerNorm in the decode kernel: the mean's own sum, beside a residual without a bias, and
+        // about a mean far from zero in 384-thread blocks whose second vectors are mostly idle.
+        {"decode_layernorm_prenorm_in_place",
+         "128 rows of 4096, LayerNorm + rstd + residual in/out, in place, no bias, parameters in T", 128, 0, 4096,
+         kLayer | kRstd | kPreNorm | kYInPlace | kResInPlace},
+        {"decode_layernorm_large_mean_641_vectors",
+         "16 rows of 5128 (641 16-byte vectors), LayerNorm + bias + rstd, rows with mean 1000 (bf16: 256)", 16, 0, 5128,
+         kLayer | kBias | kRstd, 0, 0, normal, true},
         // The rows the decode kernel does not take, of the lengths it does: 3-D rows and fp32 parameters.
         {"decode_3d_padded_heads_4096", "3-D [4, 8, 4096], head stride 4160, 32 rows with a bias and rstd", 4, 8, 4096,
          kBias | kRstd, 8 * 4160, 4160},
