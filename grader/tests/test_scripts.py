@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -393,8 +394,17 @@ class ResultsNamesTests(unittest.TestCase):
         files = sorted(os.path.relpath(os.path.join(d, f), results).replace(os.sep, "/")
                        for d, _, fs in os.walk(results) for f in fs)
         # One page (and its raw rows, two runs for a peers' page) per kind and GPU: a kind more, a few
-        # files more; never dated copies.
-        self.assertLessEqual(len(files), 22, files)
+        # files more; a GPU more, its own set; never dated copies. Each GPU is named by its make-bench
+        # table (<slug>.json at the top).
+        slugs = [f[:-len(".json")] for f in files if "/" not in f and f.endswith(".json")]
+        self.assertTrue(slugs, files)
+        def of(slug, name):
+            return re.search(r"(^|/|-)" + re.escape(slug) + r"(-|\.)", name) is not None
+        for slug in slugs:
+            mine = [f for f in files if of(slug, f)]
+            self.assertLessEqual(len(mine), 18, mine)
+        shared = [f for f in files if not any(of(slug, f) for slug in slugs)]
+        self.assertLessEqual(len(shared), 5, shared)
         with open(os.path.join(results, "index.md"), encoding="utf-8") as f:
             index = f.read()
         for name in files:
