@@ -3,8 +3,9 @@
 
 A row is "slower" only when the reference is behind torch.compile by more than that run's noise band
 (the gap between the reference's two timings, at least 1%), as scripts/collect-results judges it.
-Lesson 9 rows, when a run has them, get counts by group and by option (in each run and in both) and a
-table with each row's share of the large copy (--copy-gbps, or the fastest copy of the 1st run).
+Lesson 9 rows, when a run has them, get counts by group and by option (in each run and in both), their
+decode batches a table in microseconds, and a table with each row's share of the large copy (--copy-gbps,
+or the fastest copy of the 1st run).
 The optional peers (bench/peers.py: torch.compile with dynamic shapes, Liger-Kernel) get a table of
 their own, judged the same way, and decode batches (128 rows or fewer) one in microseconds from
 launch to completion, every implementation of the run side by side.
@@ -187,6 +188,7 @@ def lesson9_tables(a, b, copy_gbps):
     for option in options:
         keys = [k for k in nine if k[1].rsplit("_", 1)[0] == option and lesson9_group(k, a[k]) == "large"]
         print(f"| {option} ({len(keys)}) | " + " | ".join(counts(keys)) + " |")
+    lesson9_decode_table([k for k in nine if lesson9_group(k, a[k]) == "decode"], runs, verdicts)
     share = f" (of the fastest copy timed in the 1st run, {copy_gbps:.0f} GB/s)" if copy_gbps else ""
     if both:
         print("\n| lesson 9 option and shape | dtype | MiB moved | reference GB/s (1st, 2nd) | "
@@ -203,6 +205,25 @@ def lesson9_tables(a, b, copy_gbps):
                  ", ".join(f"{run[key]['compile']:.0f}" for run in runs)]
         cells += [f"{verdict(run[key])[0]:.3f} {v}" for run, v in zip(runs, verdicts[key])]
         cells.append(f"{100 * g['reference'] / copy_gbps:.1f}%" if copy_gbps else "")
+        print("| " + " | ".join(cells) + " |")
+
+
+def lesson9_decode_table(keys, runs, verdicts):
+    """Lesson 9's decode batches in microseconds, the figure a decode step waits for, in each run."""
+    if not keys:
+        return
+    first = runs[0]
+    nth = ", ".join(("1st", "2nd")[:len(runs)])
+    print(f"\nLesson 9's decode batches, microseconds from launch to completion of one call (one CUDA-graph replay, "
+          f"L2 flushed before it; {nth} run{'s' if len(runs) > 1 else ''}):\n")
+    print(f"| lesson 9 option and shape | dtype | reference µs ({nth}) | torch.compile µs ({nth}) | "
+          "copy of the bytes µs (1st) | " + " | ".join(f"vs compile, {n}" for n in ("1st", "2nd")[:len(runs)]) + " |")
+    print("|---|---|---:|---:|---:|" + "---|" * len(runs))
+    for key in keys:
+        cells = [key[1], key[2], ", ".join(f"{run[key]['reference us']:.2f}" for run in runs),
+                 ", ".join(f"{run[key]['compile us']:.2f}" for run in runs),
+                 f"{first[key]['copy us']:.2f}" if "copy us" in first[key] else ""]
+        cells += [f"{verdict(run[key])[0]:.3f} {v}" for run, v in zip(runs, verdicts[key])]
         print("| " + " | ".join(cells) + " |")
 
 

@@ -478,6 +478,10 @@ class ResultsNamesTests(unittest.TestCase):
             self.assertIn("| bias_rstd (1) | 0, 0, 1 | 0, 0, 1 | 1 |", proc.stdout)
             self.assertIn("| plain (1) | 0, 1, 0 | 0, 0, 1 | 0 |", proc.stdout)
             self.assertIn("| plain_8192x8192 | bf16 | 256 | ", proc.stdout)
+            # Decode batches also in microseconds, both runs: the time a decode step waits for.
+            self.assertIn("| plain_16x4096 | bf16 | 5.00, 5.00 | 5.50, 5.50 | 4.50 | 1.100 faster | 1.100 faster |",
+                          proc.stdout)
+            self.assertNotIn("| bias_rstd_8192x8192 | bf16 | 100.00", proc.stdout)
             self.assertIn("| 1.000 tie | 0.900 slower |", proc.stdout)
 
     def test_two_runs_reads_the_published_pair(self):
