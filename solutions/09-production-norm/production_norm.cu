@@ -1007,8 +1007,8 @@ Launcher few_launcher(bool heavy) {
 /// to its last store, and that path is short only in a kernel with little code. Measured on an
 /// H100 (1, 16 and 128 rows of 4096 and 7168 columns, plain, bias + rstd and pre-norm, both
 /// 16-bit dtypes, two processes): 3-12% faster than the few-rows row kernel it replaces here,
-/// level with lesson 4's decode kernel on the plain rows; with LAYER, 5-12% faster on every
-/// LayerNorm row. The same kernel with the 3-D row offset and fp32 parameters as runtime
+/// level with lesson 4's decode kernel on the plain rows; a build of the same LAYER design was
+/// 5-12% faster on every LayerNorm row. The same kernel with the 3-D row offset and fp32 parameters as runtime
 /// branches was only 0-8% faster, and slower in bf16 with a bias or a residual: those rows
 /// keep the row kernel (launch_few).
 template <typename T, int VEC, bool RES, bool BIAS, int BLOCK, bool LAYER>
