@@ -15,6 +15,8 @@
  *    from memory exactly once; or, for rows of 4097 to 16384 16-bit columns, read twice
  *    with an L2 eviction priority (inline PTX), so the second read finds it in L2 and DRAM
  *    still moves it once;
+ *  - a plan per GPU: the read twice pays on an H100, not on an H200, whose DRAM is 1.4 times
+ *    as fast beside the same L2; the device's memory clock and bus width pick the plan;
  *  - rows whose starts are not 16-byte aligned (odd cols, a view one element off) peeled: the
  *    few elements before a row's first 16-byte boundary and after its last whole vector one at
  *    a time, the rest 16 bytes at a time, the weight shifted into place for each row;
@@ -752,6 +754,45 @@ cudaError_t launch_two_pass_l2(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// [memory-speed]
+/// Peak DRAM bandwidth past which the long 16-bit rows take the fast-memory plan, in GB/s: between
+/// an H100's 3352 and an H200's 4915, the two GPUs these plans were measured on.
+constexpr double kFastMemoryGBps = 4000.0;
+
+/// The current device's peak DRAM bandwidth in GB/s: its memory clock (kHz, two transfers a clock)
+/// times its bus width. 0 where the device does not say.
+inline cudaError_t peak_dram_gbps(double* gbps) {
+    int device = 0, khz = 0, bits = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    *gbps = 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+    return err;
+}
+
+/// Many long 16-bit rows (641 to 4096 vectors) on a GPU whose DRAM is fast beside its L2 (an
+/// H200): each row held in registers and read once. A second read from the L2 pays only while DRAM
+/// is the slower of the two; on an H200, one process, both dtypes, against the L2 read-twice
+/// kernel: 10-11% faster at 6144 columns, 4-6% at 7168, 3-9% at 8192, 1-6% at 16384, and 512
+/// threads of 8 vectors (the ladder below) 12% faster than 1024 of 4 at 32768 (performance.md,
+/// "On an H200"). Returns false where the H100's plan applies.
+template <typename T, int VEC>
+bool launch_fast_memory(const Args<T>& a, cudaStream_t stream, cudaError_t* err) {
+    const int nvec = a.cols / VEC;
+    if (nvec <= 640 || nvec > 4096) return false;
+    double gbps = 0.0;
+    *err = peak_dram_gbps(&gbps);
+    if (*err != cudaSuccess) return true;
+    if (gbps < kFastMemoryGBps) return false;
+    if (nvec <= 768) *err = launch_full_occupancy<T, VEC, 384>(a, stream);
+    else if (nvec <= 896) *err = launch_rows<T, VEC, 256, 4>(a, stream);
+    else if (nvec <= 1024) *err = launch_full_occupancy<T, VEC, 512>(a, stream);
+    else if (nvec <= 2048) *err = launch_rows<T, VEC, 512, 4>(a, stream);
+    else *err = launch_rows<T, VEC, 512, 8>(a, stream);
+    return true;
+}
+/// [memory-speed]
+
 /// [launch-shape]
 /// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors.
 template <typename T, int VEC>
@@ -791,8 +832,10 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     // 4 vectors in 1024 threads 1% faster at 32768. Past 4096 columns the row read twice
     // under an L2 eviction priority gains 0.3-3% more; at 32768 columns it was 0.3-2.5% slower
     // (4 vectors a thread at 64 registers, 2 or 1 at 32 in steps), at 4096 up to 0.5% and at
-    // 1024 7-8%.
+    // 1024 7-8%. That is the H100's plan: on faster memory (an H200) the rows of 641 to 4096
+    // vectors are held in registers instead (launch_fast_memory).
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (cudaError_t err = cudaSuccess; launch_fast_memory(a, stream, &err)) return err;
         if (nvec > 128 && nvec <= 256) return launch_full_occupancy<T, VEC, 128>(a, stream);
         if (nvec > 256 && nvec <= 512) return launch_full_occupancy<T, VEC, 256>(a, stream);
         // 4097 to 16384 columns: the row read twice, the second time from L2, which the first

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -477,9 +478,33 @@ cudaError_t cudaGetDeviceCount(int* n) {
     *n = 1;
     return cudaSuccess;
 }
+namespace {
+/// The memory the emulated device reports (WBEMU_MEMORY): an H100's by default, an H200's with
+/// WBEMU_MEMORY=h200, so a plan chosen by memory speed can be graded on either. Memory clock in
+/// kHz and bus width in bits, as the toolkit's attributes give them.
+struct MemoryIdentity {
+    const char* name;
+    int clock_khz;
+    int bus_bits;
+};
+const MemoryIdentity& memory_identity() {
+    static const MemoryIdentity identity = [] {
+        static constexpr MemoryIdentity kH100{"H100", 2619000, 5120}, kH200{"H200", 3201000, 6144};
+        const char* v = std::getenv("WBEMU_MEMORY");
+        if (v == nullptr || *v == '\0' || std::strcmp(v, "h100") == 0) return kH100;
+        if (std::strcmp(v, "h200") == 0) return kH200;
+        std::fprintf(stderr, "WBEMU_MEMORY=%s: the emulator knows h100 (the default) and h200; unset it or pick one\n", v);
+        std::exit(2);
+    }();
+    return identity;
+}
+}  // namespace
+
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
     std::memset(p, 0, sizeof *p);
-    std::snprintf(p->name, sizeof p->name, "CPU emulator (H100 limits)");
+    std::snprintf(p->name, sizeof p->name, "CPU emulator (H100 limits, %s memory)", memory_identity().name);
+    p->memoryClockRate = memory_identity().clock_khz;
+    p->memoryBusWidth = memory_identity().bus_bits;
     p->totalGlobalMem = std::size_t(80) << 30;
     p->sharedMemPerBlock = DeviceLimits::static_smem;
     p->sharedMemPerBlockOptin = DeviceLimits::optin_smem;
@@ -503,6 +528,8 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int) {
         case cudaDevAttrMaxSharedMemoryPerBlock: *v = static_cast<int>(DeviceLimits::static_smem); break;
         case cudaDevAttrWarpSize: *v = 32; break;
         case cudaDevAttrMultiProcessorCount: *v = DeviceLimits::sm_count; break;
+        case cudaDevAttrMemoryClockRate: *v = memory_identity().clock_khz; break;
+        case cudaDevAttrGlobalMemoryBusWidth: *v = memory_identity().bus_bits; break;
         case cudaDevAttrL2CacheSize: *v = 50 << 20; break;
         case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
         case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
