@@ -835,7 +835,7 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     // 1024 7-8%. That is the H100's plan: on faster memory (an H200) the rows of 641 to 4096
     // vectors are held in registers instead (launch_fast_memory).
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
-        if (cudaError_t err = cudaSuccess; launch_fast_memory(a, stream, &err)) return err;
+        if (cudaError_t err = cudaSuccess; launch_fast_memory<T, VEC>(a, stream, &err)) return err;
         if (nvec > 128 && nvec <= 256) return launch_full_occupancy<T, VEC, 128>(a, stream);
         if (nvec > 256 && nvec <= 512) return launch_full_occupancy<T, VEC, 256>(a, stream);
         // 4097 to 16384 columns: the row read twice, the second time from L2, which the first
