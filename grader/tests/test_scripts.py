@@ -368,6 +368,38 @@ class EmulatorCheckReuseTests(unittest.TestCase):
             self.assertIn("got missing", text)
 
 
+class StraightforwardGapsTests(unittest.TestCase):
+    """scripts/straightforward-check's below_gate.txt: an open gap for every GPU, or for the one it was measured on."""
+
+    def load(self):
+        from importlib.machinery import SourceFileLoader
+        return SourceFileLoader("straightforward_check", os.path.join(ROOT, "scripts", "straightforward-check")).load_module()
+
+    def test_a_gap_keyed_to_one_gpu_applies_to_that_gpu_only(self):
+        sf = self.load()
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "below_gate.txt"), "w", encoding="utf-8") as f:
+                f.write("# comment\nlesson4@nvidia-h200  0.76 at 128x4096 bf16; README, Decode batches\n"
+                        "lesson10  0.75 at 32768x1024 bf16; README, Two kernels\n")
+            report = os.path.join(d, "lesson4.json")
+            with open(report, "w", encoding="utf-8") as f:
+                json.dump({"gpu": "NVIDIA H200", "verdict": "fail-gate"}, f)
+            with mock.patch.object(sf, "KERNELS", d):
+                known = sf.known_below_gate()
+            self.assertEqual(set(known), {(4, "nvidia-h200"), (10, None)})
+            self.assertEqual(sf.report_gpu(report), "nvidia-h200")
+            self.assertNotIn((4, "nvidia-h100-80gb-hbm3"), known)
+
+    def test_a_malformed_entry_names_both_forms(self):
+        sf = self.load()
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "below_gate.txt"), "w", encoding="utf-8") as f:
+                f.write("lesson4@NVIDIA H200  gap\n")
+            with mock.patch.object(sf, "KERNELS", d), self.assertRaises(SystemExit) as e:
+                sf.known_below_gate()
+            self.assertIn("lessonN@gpu-slug  why", str(e.exception))
+
+
 class ResultsNamesTests(unittest.TestCase):
     """The stable names under docs/results/ (bench/results_names.py, docs/results/index.md)."""
 

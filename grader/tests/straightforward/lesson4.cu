@@ -32,21 +32,17 @@ struct alignas(sizeof(T) * W) Pack {
     T v[W];
 };
 
-/// Sum over the G threads of a row (G a power of two); every one of them gets the total. Past a
-/// warp, each warp's partial goes to shared memory and every thread adds them itself after one
-/// barrier, so only the scale and the stores follow it (the README's decode batches). Two banks
-/// of 32, alternating by row: a warp that writes a bank again, two rows on, has passed the barrier
-/// of the row between, which no warp reaches before it has read this one.
-__device__ float row_sum(float v, int g, float* partials, int& bank) {
+/// Sum over the G threads of a row (G a power of two); every one of them gets the total.
+__device__ float row_sum(float v, int g, float* partials) {
     for (int offset = (g < 32 ? g : 32) / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
     if (g <= 32) return v;
-    float* mine = partials + 32 * bank;
-    bank ^= 1;
-    if (threadIdx.x % 32 == 0) mine[threadIdx.x / 32] = v;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) partials[warp] = v;
     __syncthreads();
-    float total = 0.0f;
-    for (int k = 0; k < g / 32; ++k) total += mine[k];
-    return total;
+    v = lane < g / 32 ? partials[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    __syncthreads();
+    return v;
 }
 
 /// EARLY_W: the weight is loaded with the row (a decode batch, one vector a thread), so its memory
@@ -55,8 +51,7 @@ template <typename T, int W, bool EARLY_W>
 __global__ void __launch_bounds__(1024) rows_in_registers(const T* x, int64_t xs, const T* weight, T* y, int64_t ys, int64_t rows, int cols,
                                   float eps, int g) {
     using P = Pack<T, W>;
-    __shared__ float partials[64];
-    int bank = 0;
+    __shared__ float partials[32];
     const int nvec = cols / W;
     const int lane = threadIdx.x % g;
     const int rows_per_block = blockDim.x / g;
@@ -77,7 +72,7 @@ __global__ void __launch_bounds__(1024) rows_in_registers(const T* x, int64_t xs
         for (int i = 0; i < kIters; ++i)
             if (active && lane + i * g < nvec)
                 for (int k = 0; k < W; ++k) sum += to_float(v[i].v[k]) * to_float(v[i].v[k]);
-        const float inv_rms = rsqrtf(row_sum(sum, g, partials, bank) / cols + eps);
+        const float inv_rms = rsqrtf(row_sum(sum, g, partials) / cols + eps);
         if (!active) continue;
         P* yr = reinterpret_cast<P*>(y + row * ys);
 #pragma unroll
@@ -97,15 +92,14 @@ template <typename T, int W>
 __global__ void __launch_bounds__(1024) rows_read_twice(const T* x, int64_t xs, const T* weight, T* y, int64_t ys, int64_t rows, int cols,
                                 float eps) {
     using P = Pack<T, W>;
-    __shared__ float partials[64];
-    int bank = 0;
+    __shared__ float partials[32];
     const int nvec = cols / W;
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const P* xr = reinterpret_cast<const P*>(x + row * xs);
         float sum = 0.0f;
         for (int i = threadIdx.x; i < nvec; i += blockDim.x)
             for (int k = 0; k < W; ++k) sum += to_float(xr[i].v[k]) * to_float(xr[i].v[k]);
-        const float inv_rms = rsqrtf(row_sum(sum, blockDim.x, partials, bank) / cols + eps);
+        const float inv_rms = rsqrtf(row_sum(sum, blockDim.x, partials) / cols + eps);
         P* yr = reinterpret_cast<P*>(y + row * ys);
         for (int i = threadIdx.x; i < nvec; i += blockDim.x) {
             const P xv = xr[i], wv = reinterpret_cast<const P*>(weight)[i];
