@@ -10,6 +10,8 @@
  *    as; the fp32 sum is rebuilt from them, bit for bit, when it is needed again); for 128 MiB
  *    or more of rows of 2049 to 16384 16-bit columns, the inputs read twice instead, with an
  *    L2 eviction priority (inline PTX) that keeps them in L2 for the second read;
+ *  - a plan per GPU, as in lesson 4: on memory as fast as an H200's most of those rows stay in
+ *    registers; the device's memory clock and bus width pick the plan;
  *  - the in-place form LLM engines call (y == x, residual_out == residual, either or both):
  *    each thread reads all of its elements before it writes any of them, and no element is
  *    read by one thread and written by another, so the aliasing is harmless;
@@ -888,6 +890,44 @@ cudaError_t launch_peeled(const Args<T>& a, cudaStream_t stream) {
     return launch_peeled_block<T, 1024, 4>(a, stream);
 }
 
+/// [memory-speed]
+/// Peak DRAM bandwidth past which many long 16-bit rows take the fast-memory plan, in GB/s: between
+/// an H100's 3352 and an H200's 4915, the two GPUs these plans were measured on (lesson 4's rule).
+constexpr double kFastMemoryGBps = 4000.0;
+
+/// The current device's peak DRAM bandwidth in GB/s: its memory clock (kHz, two transfers a clock)
+/// times its bus width. 0 where the device does not say.
+inline cudaError_t peak_dram_gbps(double* gbps) {
+    int device = 0, khz = 0, bits = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    *gbps = 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+    return err;
+}
+
+/// 128 MiB or more of 16-bit rows on a GPU whose DRAM is fast beside its L2 (an H200): rows of
+/// 1025 to 2048 and 5121 to 16384 columns held in registers, two vectors of each input a thread,
+/// instead of the H100's plan. Measured on an H200 (one process, two rounds, both dtypes) against
+/// it: 8.5% faster at 6144 columns, 5% at 7168, 7% at 16384, 1-1.4% at 2048 and 8192; at 4096,
+/// 5120 and 32768 columns the H100's plan stays as fast or faster (performance.md, "On an H200").
+/// Returns false where the H100's plan applies.
+template <typename T, int VEC>
+bool launch_fast_memory(const Args<T>& a, cudaStream_t stream, cudaError_t* err) {
+    const int nvec = a.cols / VEC;
+    if (nvec <= 128 || (nvec > 256 && nvec <= 640) || nvec > 2048) return false;
+    double gbps = 0.0;
+    *err = peak_dram_gbps(&gbps);
+    if (*err != cudaSuccess) return true;
+    if (gbps < kFastMemoryGBps) return false;
+    if (nvec <= 256) *err = launch_rows<T, VEC, 128, 2>(a, stream);
+    else if (nvec <= 768) *err = launch_rows<T, VEC, 384, 2>(a, stream);
+    else if (nvec <= 1024) *err = launch_rows<T, VEC, 512, 2>(a, stream);
+    else *err = launch_rows<T, VEC, 1024, 2>(a, stream);
+    return true;
+}
+/// [memory-speed]
+
 /// [launch-shape]
 /// Threads per row from the row length in vectors. Each thread holds K vectors of x and
 /// K of residual (128 bytes at 16-byte width, K = 4), so it still has 8 loads in flight;
@@ -933,6 +973,8 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
         const int64_t input_bytes = 2 * a.rows * a.cols * static_cast<int64_t>(sizeof(T));
         if (input_bytes >= kTwoPassL2MinBytes) {
+            // That is the H100's plan; faster memory (an H200) holds more of these rows in registers.
+            if (cudaError_t err = cudaSuccess; launch_fast_memory<T, VEC>(a, stream, &err)) return err;
             if (nvec > 256 && nvec <= 512) return launch_two_pass_l2<T, VEC, 256>(a, stream);
             if (nvec > 512 && nvec <= 640) return launch_two_pass_l2<T, VEC, 320>(a, stream);
             if (nvec > 640 && nvec <= 1024) return launch_two_pass_l2<T, VEC, 512>(a, stream);
