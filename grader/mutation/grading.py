@@ -98,9 +98,13 @@ def mutant_suffix(lesson):
     return os.path.splitext(lesson.solution)[1]
 
 
-def cache_key(lesson, mode, seed, content):
+def cache_key(lesson, mode, seed, content, memory=None):
+    """The cache's name for one mutant's verdict; `memory` names the emulator's memory (WBEMU_MEMORY) when it
+    is not the default, so a verdict on one memory is never taken for the other's."""
     h = hashlib.sha256()
     h.update(f"{lesson.name}\0{mode}\0{seed}\0".encode())
+    if memory:
+        h.update(f"memory={memory}\0".encode())
     h.update(content.encode())
     return h.hexdigest()
 

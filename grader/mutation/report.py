@@ -185,6 +185,10 @@ def write_summary(out_root=DEFAULT_OUT_ROOT, path=SUMMARY, first_run=BEFORE, not
             how = "written from the cache" if run.get("from_cache") else "--stop-after"
             part += f" ({how}: {stopped} not graded yet)" if stopped else ""
         pace = f", {r['seconds_per_mutant']:g} s a graded mutant" if r.get("seconds_per_mutant") else ""
+        second = (r.get("run") or {}).get("second_memory")
+        if second:
+            part += (f"; survivors graded again on an {second['memory'].upper()}'s memory "
+                     f"(WBEMU_MEMORY={second['memory']}): {second['graded']}, {second['killed']} killed there")
         notes.append(f"- {r['lesson']}: graded on {where} {state}, seed {r['seed']}, {r['when']}{pace}{part}; "
                      f"{_origins(r)}.")
     lines += notes

@@ -194,14 +194,58 @@ def _source_changed(lesson):
         return False
 
 
+# A reference that reads the device's memory clock picks its plan by the memory's speed (lessons 4 and 5):
+# the emulator reports an H100's memory, so the plan for faster memory is reached only under
+# WBEMU_MEMORY=h200. Such a lesson's survivors are graded again there, in OUT/memory-h200, and a mutant
+# killed on either memory counts as killed.
+SECOND_MEMORY = "h200"
+MEMORY_PLAN_MARK = "cudaDevAttrMemoryClockRate"
+
+
+def second_memory_out(out):
+    return os.path.join(out, f"memory-{SECOND_MEMORY}")
+
+
+def picks_plan_by_memory(text):
+    return MEMORY_PLAN_MARK in text
+
+
+def on_second_memory(entry):
+    """A verdict reached on the second memory, as the lesson's report shows it."""
+    return dict(entry, detail=f"on an {SECOND_MEMORY.upper()}'s memory (WBEMU_MEMORY={SECOND_MEMORY}): "
+                              f"{entry.get('detail', '')}", via=f"{entry.get('via', '')}, {SECOND_MEMORY} memory")
+
+
 def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed=1, timeout_s=1200,
                fresh=False, check_equivalent=False, keep_libs=False, log=print, sample=None, schemata=True,
-               stop_after=None, use_coverage=True):
+               stop_after=None, use_coverage=True, memory=None):
     """Grades the selected mutants of one lesson and writes OUT's reports; returns the results dict.
     `schemata`: on the emulator, compile the mutants together (schema.py) instead of one by one.
     `stop_after`: seconds after which no further mutant is started; the report then covers the graded
     ones (partial) and says how many were left. `use_coverage`: run a schema's mutants only on the cases
-    that infect them (coverage.py)."""
+    that infect them (coverage.py). `memory`: grade on that emulated memory (WBEMU_MEMORY) instead of the
+    default; without it, a lesson whose plan follows the memory has its survivors graded again on
+    SECOND_MEMORY."""
+    if memory:
+        saved = os.environ.get("WBEMU_MEMORY")
+        os.environ["WBEMU_MEMORY"] = memory
+        try:
+            return _run_lesson(lesson, out, mode, jobs, limit, only, seed, timeout_s, fresh, check_equivalent,
+                               keep_libs, log, sample, schemata, stop_after, use_coverage, memory)
+        finally:
+            if saved is None:
+                os.environ.pop("WBEMU_MEMORY", None)
+            else:
+                os.environ["WBEMU_MEMORY"] = saved
+    if os.environ.get("WBEMU_MEMORY"):
+        raise UsageError(f"WBEMU_MEMORY={os.environ['WBEMU_MEMORY']} is set: scripts/mutate grades on the default "
+                         f"memory and, for a lesson whose plan follows the memory, again on {SECOND_MEMORY}; unset it")
+    return _run_lesson(lesson, out, mode, jobs, limit, only, seed, timeout_s, fresh, check_equivalent, keep_libs,
+                       log, sample, schemata, stop_after, use_coverage, None)
+
+
+def _run_lesson(lesson, out, mode, jobs, limit, only, seed, timeout_s, fresh, check_equivalent, keep_libs, log,
+                sample, schemata, stop_after, use_coverage, memory):
     text, mutants = lesson_mutants(lesson)
     equivalent = load_equivalent(lesson, mutants)
     chosen = select(mutants, only, limit, sample, f"{lesson.slug}-{seed}")
@@ -220,14 +264,15 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
             results[m.name] = {"status": EQUIVALENT, "detail": equivalent[m.name], "seconds": 0.0, "cached": False}
             continue
         content = m.apply(text)
-        key = cache_key(lesson, mode, seed, content)
+        key = cache_key(lesson, mode, seed, content, memory)
         cached = _read_cache(out, key)
         if cached and not fresh and _reusable(cached, fingerprint):
             results[m.name] = dict(cached, cached=True)
             continue
         todo.append((m, content, key))
+    on = graded_on(lesson, mode) + (f", {memory.upper()} memory" if memory else "")
     log(f"{lesson.name}: {len(mutants)} mutants, {len(chosen)} selected, {len(chosen) - len(todo)} known "
-        f"(cache or equivalent), {len(todo)} to grade on {graded_on(lesson, mode)}")
+        f"(cache or equivalent), {len(todo)} to grade on {on}")
     started = time.time()
     deadline = started + stop_after if stop_after else None
     built, in_schema, infected = [], {}, {}
@@ -317,6 +362,20 @@ def run_lesson(lesson, out, mode="emulator", jobs=1, limit=None, only=None, seed
            "wall_seconds": round(time.time() - started, 1), "jobs": jobs, "cpus": os.cpu_count(),
            "schemata": len(built), "in_schemata": len(in_schema), "schema_seconds": round(prepared_s, 1)}
 
+    if memory is None and mode == "emulator" and picks_plan_by_memory(text) and not left:
+        again = [m.name for m in chosen if results[m.name]["status"] == SURVIVED and
+                 (m.name not in equivalent or check_equivalent)]
+        if again:
+            log(f"{lesson.name}: its plan follows the memory's speed; {len(again)} survivor(s) graded again with "
+                f"WBEMU_MEMORY={SECOND_MEMORY}")
+            second = run_lesson(lesson, second_memory_out(out), mode, jobs, None, ",".join(again), seed, timeout_s,
+                                fresh, check_equivalent, keep_libs, log, None, schemata, None, use_coverage,
+                                SECOND_MEMORY)
+            for row in second["mutants"]:
+                if row["status"] in (KILLED, TIMEOUT):
+                    results[row["name"]] = on_second_memory(dict(row, cached=row.get("cached", False)))
+            run["second_memory"] = {"memory": SECOND_MEMORY, "graded": len(again),
+                                    "killed": sum(r["status"] in (KILLED, TIMEOUT) for r in second["mutants"])}
     for m in chosen:
         r = results[m.name]
         if m.name in equivalent and r["status"] != EQUIVALENT:
@@ -357,6 +416,10 @@ def report_from_cache(lesson, out, mode="emulator", seed=1, only=None, limit=Non
             continue
         other_grader += not _reusable(cached, fingerprint)
         results[m.name] = dict(cached, cached=True)
+        if cached["status"] == SURVIVED and mode == "emulator" and picks_plan_by_memory(text):
+            again = _read_cache(second_memory_out(out), cache_key(lesson, mode, seed, m.apply(text), SECOND_MEMORY))
+            if again and again.get("status") in (KILLED, TIMEOUT):
+                results[m.name] = on_second_memory(dict(again, cached=True))
     graded = [m for m in chosen if m.name in results]
     log(f"{lesson.name}: {len(mutants)} mutants, {len(chosen)} selected: {len(graded)} with a verdict in the "
         f"cache or declared equivalent, {len(missing)} not graded; nothing graded now")

@@ -451,6 +451,66 @@ class SelectionAndSummaryTest(unittest.TestCase):
         self.assertIn(f"| {lesson.name} | {len(mutants)} (3 graded) | 2 | 1 | 1 | 0 | 50.0% |", row)
         self.assertIn("partial: 1 not graded", out.getvalue())
 
+    def test_a_survivor_killed_on_the_second_memory_counts_as_killed(self):
+        """Lesson 4 picks its plan by the memory's speed: a survivor on the default memory that the cache holds as
+        killed under WBEMU_MEMORY=h200 (OUT/memory-h200) is reported killed, and says on which memory."""
+        import io
+        from unittest import mock
+        cli = _load_cli()
+        lesson = runner.find_lesson("lesson4")
+        text, mutants = runner.lesson_mutants(lesson)
+        self.assertTrue(runner.picks_plan_by_memory(text))
+        equivalent = runner.load_equivalent(lesson, mutants)
+        picked = [m for m in mutants if m.name not in equivalent][:2]
+        key = runner.cache_key(lesson, "emulator", 1, picked[0].apply(text))
+        self.assertNotEqual(key, runner.cache_key(lesson, "emulator", 1, picked[0].apply(text), "h200"))
+        with tempfile.TemporaryDirectory() as tmp:
+            second = runner.second_memory_out(tmp)
+            for folder, memory, status in ((tmp, None, runner.SURVIVED), (second, "h200", runner.KILLED)):
+                os.makedirs(os.path.join(folder, "cache"))
+                for m in picked:
+                    name = runner.cache_key(lesson, "emulator", 1, m.apply(text), memory)
+                    verdict = status if m is picked[0] or memory is None else runner.SURVIVED
+                    with open(os.path.join(folder, "cache", name + ".json"), "w", encoding="utf-8") as f:
+                        json.dump({"status": verdict, "detail": "case_x: wrong", "seconds": 1.0, "name": m.name}, f)
+            with mock.patch("sys.stdout", io.StringIO()):
+                self.assertEqual(cli.main([lesson.name, "--from-cache", "--out", tmp, "--only",
+                                           ",".join(m.name for m in picked)]), 0)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                rows = json.load(f)["mutants"]
+        self.assertEqual([r["status"] for r in rows], [runner.KILLED, runner.SURVIVED])
+        self.assertIn("on an H200's memory (WBEMU_MEMORY=h200): case_x: wrong", rows[0]["detail"])
+
+    def test_grading_regrades_survivors_on_the_second_memory(self):
+        """A run on lesson 4 grades its survivors again with WBEMU_MEMORY=h200 set for the grading processes,
+        and refuses to start with WBEMU_MEMORY already set."""
+        import io
+        from unittest import mock
+        lesson = runner.find_lesson("lesson4")
+        text, mutants = runner.lesson_mutants(lesson)
+        equivalent = runner.load_equivalent(lesson, mutants)
+        picked = [m for m in mutants if m.name not in equivalent][:2]
+        seen = []
+
+        def grade(lesson_, path, content, work, mode, seed, timeout_s, keep_libs=False):
+            memory = os.environ.get("WBEMU_MEMORY")
+            seen.append((os.path.basename(path), memory))
+            killed = memory == "h200" and os.path.splitext(os.path.basename(path))[0] == picked[0].name
+            return (runner.KILLED, "case_y: wrong", 0.5) if killed else (runner.SURVIVED, "", 0.5)
+
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(runner, "grade_one", side_effect=grade), \
+                mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop("WBEMU_MEMORY", None)
+            report = runner.run_lesson(lesson, tmp, only=",".join(m.name for m in picked), schemata=False,
+                                       log=lambda *a: None)
+            self.assertNotIn("WBEMU_MEMORY", os.environ)
+            os.environ["WBEMU_MEMORY"] = "h200"
+            with self.assertRaises(runner.UsageError):
+                runner.run_lesson(lesson, tmp, only=picked[0].name, schemata=False, log=lambda *a: None)
+        self.assertEqual(sorted(str(m) for _, m in seen), ["None", "None", "h200", "h200"])
+        self.assertEqual([r["status"] for r in report["mutants"]], [runner.KILLED, runner.SURVIVED])
+        self.assertEqual(report["run"]["second_memory"], {"memory": "h200", "graded": 2, "killed": 1})
+
     def test_from_cache_without_a_cache_is_an_error(self):
         cli = _load_cli()
         with tempfile.TemporaryDirectory() as tmp:
