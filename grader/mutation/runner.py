@@ -194,20 +194,18 @@ def _source_changed(lesson):
         return False
 
 
-# A reference that reads the device's memory clock picks its plan by the memory's speed (lessons 4 and 5):
-# the emulator reports an H100's memory, so the plan for faster memory is reached only under
-# WBEMU_MEMORY=h200. Such a lesson's survivors are graded again there, in OUT/memory-h200, and a mutant
-# killed on either memory counts as killed.
+# A lesson whose reference picks its plan by the memory's speed (Lesson.other_memories: lessons 4 and 5) has
+# its survivors graded again with WBEMU_MEMORY=h200, in OUT/memory-h200, and a mutant killed on either memory
+# counts as killed: the emulator's default memory (an H100's) never reaches the plan for faster memory.
 SECOND_MEMORY = "h200"
-MEMORY_PLAN_MARK = "cudaDevAttrMemoryClockRate"
 
 
 def second_memory_out(out):
     return os.path.join(out, f"memory-{SECOND_MEMORY}")
 
 
-def picks_plan_by_memory(text):
-    return MEMORY_PLAN_MARK in text
+def picks_plan_by_memory(lesson):
+    return SECOND_MEMORY in lesson.other_memories
 
 
 def on_second_memory(entry):
@@ -362,7 +360,7 @@ def _run_lesson(lesson, out, mode, jobs, limit, only, seed, timeout_s, fresh, ch
            "wall_seconds": round(time.time() - started, 1), "jobs": jobs, "cpus": os.cpu_count(),
            "schemata": len(built), "in_schemata": len(in_schema), "schema_seconds": round(prepared_s, 1)}
 
-    if memory is None and mode == "emulator" and picks_plan_by_memory(text) and not left:
+    if memory is None and mode == "emulator" and picks_plan_by_memory(lesson) and not left:
         again = [m.name for m in chosen if results[m.name]["status"] == SURVIVED and
                  (m.name not in equivalent or check_equivalent)]
         if again:
@@ -416,7 +414,7 @@ def report_from_cache(lesson, out, mode="emulator", seed=1, only=None, limit=Non
             continue
         other_grader += not _reusable(cached, fingerprint)
         results[m.name] = dict(cached, cached=True)
-        if cached["status"] == SURVIVED and mode == "emulator" and picks_plan_by_memory(text):
+        if cached["status"] == SURVIVED and mode == "emulator" and picks_plan_by_memory(lesson):
             again = _read_cache(second_memory_out(out), cache_key(lesson, mode, seed, m.apply(text), SECOND_MEMORY))
             if again and again.get("status") in (KILLED, TIMEOUT):
                 results[m.name] = on_second_memory(dict(again, cached=True))

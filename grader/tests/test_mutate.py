@@ -459,7 +459,8 @@ class SelectionAndSummaryTest(unittest.TestCase):
         cli = _load_cli()
         lesson = runner.find_lesson("lesson4")
         text, mutants = runner.lesson_mutants(lesson)
-        self.assertTrue(runner.picks_plan_by_memory(text))
+        self.assertTrue(runner.picks_plan_by_memory(lesson))
+        self.assertFalse(runner.picks_plan_by_memory(runner.find_lesson("lesson3")))
         equivalent = runner.load_equivalent(lesson, mutants)
         picked = [m for m in mutants if m.name not in equivalent][:2]
         key = runner.cache_key(lesson, "emulator", 1, picked[0].apply(text))

@@ -7,6 +7,13 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
+# A reference that reads the device's memory clock picks its plan by the memory's speed (lessons 4 and 5). The
+# CPU emulator reports an H100's memory unless WBEMU_MEMORY names another, so such a reference is graded on
+# these memories too (scripts/emulator-check, scripts/mutate).
+OTHER_MEMORIES = ("h200",)
+MEMORY_PLAN_MARK = "cudaDevAttrMemoryClockRate"
+
+
 class UsageError(Exception):
     """Bad input from the user: the message says what is wrong and what to do."""
 
@@ -40,6 +47,16 @@ class Lesson:
     @property
     def solution(self):
         return self._only_file("solutions")
+
+    @property
+    def other_memories(self):
+        """The emulated memories (WBEMU_MEMORY) its reference is graded on besides the default: OTHER_MEMORIES
+        when the reference picks its plan by the memory's speed, else none."""
+        source = self.solution
+        if not source:
+            return ()
+        with open(source, encoding="utf-8") as f:
+            return OTHER_MEMORIES if MEMORY_PLAN_MARK in f.read() else ()
 
     @property
     def manifest_file(self):
