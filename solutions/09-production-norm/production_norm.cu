@@ -17,6 +17,8 @@
  *    row's sums exchanged through distributed shared memory; read once, written once;
  *  - long RMSNorm rows read twice, the L2 asked to keep the row between the reads (lessons 4
  *    and 5), so a thread holds 2 vectors and the SM runs more threads;
+ *  - a plan keyed on the memory's speed: on an H200's faster DRAM the second read costs time,
+ *    and such rows are held in registers instead (fast_memory_launcher);
  *  - several rows per block sharing one copy of the weight and bias in shared memory;
  *  - decode batches (a few rows) of the common options in a kernel with no code for the others:
  *    there the time is one block's path from launch to its last store;
@@ -49,6 +51,9 @@ constexpr int64_t kFewRows = 256;
 constexpr int64_t kEarlyParamRows = 128;
 /// Inputs of at least this many bytes beside a residual read their 16-bit rows twice through the L2.
 constexpr int64_t kTwoPassL2MinBytes = int64_t(128) << 20;
+/// Peak DRAM bandwidth from which 16-bit RMSNorm rows take the plan measured on fast memory, in
+/// GB/s: between an H100's 3352 and an H200's 4915, the two GPUs the plans were measured on.
+constexpr double kFastMemoryGBps = 4000.0;
 
 /// [occupancy]
 /// Blocks of BLOCK threads that must fit on one SM together, for __launch_bounds__: enough for
@@ -1232,6 +1237,44 @@ Launcher rows_launcher(bool heavy) {
     return &launch_rows<T, VEC, RES, G, ITERS>;
 }
 
+/// [fast-memory-plan]
+/// The plan for more than kFewRows 16-bit RMSNorm rows (no LayerNorm, so `bias` is pick_launcher's
+/// `heavy`) on fast memory (an H200), or nullptr where the H100's plan (pick_launcher) applies.
+/// There DRAM is 1.4 times as fast beside the same L2: reading a row twice through the L2 costs
+/// time where it saved it on the H100, and 4 vectors a thread in threads that fit the row keep
+/// more bytes in flight than 2. Measured on an H200 (bf16, one process, two rounds, against the
+/// H100's plan, calls of 32 MiB moved or more; performance.md, "On an H200"): 5120 to 7168 columns 7-18%
+/// faster, 8192 to 16384 columns 4-10%, a bias at 4096 columns 6% and at 256 columns 6%, beside a
+/// residual 1024 columns 3%.
+template <typename T, int VEC, bool RES>
+Launcher fast_memory_launcher(int nvec, bool bias, bool f32_params) {
+    if constexpr (RES) {
+        if (bias || f32_params) return nullptr;  // not measured beside a residual
+        if (nvec > 64 && nvec <= 128) return &launch_rows<T, VEC, RES, 64, 2>;
+        if (nvec > 640 && nvec <= 768) return &launch_rows<T, VEC, RES, 192, 4>;
+        if (nvec > 768 && nvec <= 896) return &launch_rows<T, VEC, RES, 224, 4>;
+        if (nvec > 896 && nvec <= 1024) return &launch_rows<T, VEC, RES, 512, 2>;
+        if (nvec > 1024 && nvec <= 2048) return &launch_plain<T, VEC, RES, 1024>;
+        return nullptr;
+    } else {
+        if (bias && f32_params) return nullptr;  // not measured
+        if (bias) {
+            if (nvec > 16 && nvec <= 32) return rows_launcher<T, VEC, RES, 4, 8>(true);
+            if (nvec > 64 && nvec <= 128) return rows_launcher<T, VEC, RES, 16, 8>(true);
+            if (nvec > 256 && nvec <= 512) return &launch_rows<T, VEC, RES, 128, 4>;
+            if (nvec > 896 && nvec <= 1024) return &launch_rows<T, VEC, RES, 256, 4>;
+        } else if (nvec > 896 && nvec <= 1024) {
+            return &launch_plain<T, VEC, RES, 512>;  // 2 vectors a thread: 1.5-2.6% ahead of 4 here
+        }
+        if (nvec > 512 && nvec <= 640) return &launch_rows<T, VEC, RES, 160, 4>;
+        if (nvec > 640 && nvec <= 768) return &launch_rows<T, VEC, RES, 192, 4>;
+        if (nvec > 768 && nvec <= 896) return &launch_rows<T, VEC, RES, 224, 4>;
+        if (nvec > 1024 && nvec <= 2048) return &launch_rows<T, VEC, RES, 256, 8>;
+        return nullptr;
+    }
+}
+/// [fast-memory-plan]
+
 /// [launch-plan]
 /// The plan for `rows` rows of `nvec` vectors. Each thread holds K vectors (8 of x, or 4 of x
 /// and 4 of the residual: 32 registers of row either way; twice as many narrower than 16
@@ -1242,8 +1285,9 @@ Launcher rows_launcher(bool heavy) {
 /// slower there). A longer row of narrower vectors (misaligned) is streamed. Few rows (a
 /// decode step) fill few SMs and the time is latency: there each thread takes one or two
 /// vectors. `flat`: one row per outer index (heads == 1), so a row's offset is row · stride.
+/// `fast_memory`: the call may take fast_memory_launcher's plan (norm_create decides).
 template <typename T, int VEC, bool RES>
-Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat) {
+Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat, bool fast_memory) {
     // Accesses narrower than 16 bytes (columns or pointers that rule out 16-byte vectors)
     // carry so little that a thread needs twice as many in flight, as in lesson 4.
     constexpr int K = VEC * sizeof(T) == 16 ? (RES ? 4 : 8) : 16;
@@ -1266,6 +1310,11 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
             if (nvec <= 512) return &launch_rows<T, VEC, RES, 512, 1>;
             if (nvec <= 1024) return &launch_rows<T, VEC, RES, 1024, 1>;
             if (nvec <= 2048) return &launch_rows<T, VEC, RES, 1024, 2>;
+        }
+    }
+    if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (fast_memory) {
+            if (Launcher fast = fast_memory_launcher<T, VEC, RES>(nvec, heavy, f32_params)) return fast;
         }
     }
     // 65 to 128 vectors (1024 16-bit columns) without a residual: a warp per row, 4 vectors
@@ -1373,13 +1422,14 @@ Launcher pick_launcher(int nvec, int64_t rows, bool heavy, bool layer, bool f32_
 /// [launch-plan]
 
 template <typename T>
-Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat) {
+Launcher pick_for_type(int vec, bool res, int nvec, int64_t rows, bool heavy, bool layer, bool f32_params, bool flat,
+                       bool fast_memory) {
     constexpr int kFull = 16 / sizeof(T);
     if (vec == kFull)
-        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer, f32_params, flat)
-                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer, f32_params, flat);
-    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer, f32_params, flat)
-               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer, f32_params, flat);
+        return res ? pick_launcher<T, kFull, true>(nvec, rows, heavy, layer, f32_params, flat, fast_memory)
+                   : pick_launcher<T, kFull, false>(nvec, rows, heavy, layer, f32_params, flat, fast_memory);
+    return res ? pick_launcher<T, 1, true>(nvec, rows, heavy, layer, f32_params, flat, fast_memory)
+               : pick_launcher<T, 1, false>(nvec, rows, heavy, layer, f32_params, flat, fast_memory);
 }
 
 // ----------------------------------------------------------------------------- validation
@@ -1502,6 +1552,20 @@ Status validate(const NormProblem& p) {
 /// True when `p` may be accessed `bytes` at a time.
 bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+/// The current device's peak DRAM bandwidth in GB/s: its memory clock (kHz, two transfers a
+/// clock) times its bus width. 0 where the device does not say; the error is cleared, so the
+/// call's launch reports its own.
+double peak_dram_gbps() {
+    int device = 0, khz = 0, bits = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0.0;
+    }
+    return 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+}
+
 }  // namespace
 
 /// The validated call: the kernel's arguments and the launcher chosen for them.
@@ -1515,7 +1579,8 @@ struct NormDescriptor {
  *
  * Checks the contract of production_norm.h in the order of Status's values and returns the
  * first rule broken; on success `*out` owns a descriptor holding the kernel's arguments, the
- * vector width and the launcher. No device work is done, so it may be called during a capture.
+ * vector width and the launcher. No device work is done (it may ask the device its memory's
+ * speed), so it may be called during a capture.
  *
  * @param[in]  problem  the tensors, mode and eps of the call
  * @param[out] out      the descriptor on success, nullptr otherwise
@@ -1526,7 +1591,9 @@ struct NormDescriptor {
  * aligned to their own type's share; rows of up to 8 (4 with a residual) 16-byte vectors per
  * thread stay in registers, but 16-bit RMSNorm rows with parameters in T, of 6144 (7168 with
  * a bias) to 16384 columns (2049 to 16384 beside a residual without a bias, from 128 MiB of
- * input) are read twice through the L2, 2 vectors a thread; past 4096 16-byte vectors a row
+ * input) are read twice through the L2, 2 vectors a thread. On DRAM of 4000 GB/s or more (an
+ * H200) more than 256 such rows take the plan measured there instead (fast_memory_launcher: no
+ * second read through the L2, 4 vectors a thread). Past 4096 16-byte vectors a row
  * with a bias, a residual or LayerNorm (any row past 8192) lives in the shared memory of a
  * cluster of 2 to 8 blocks; longer rows of narrower vectors are streamed twice. Bytes per call:
  * rows · cols · sizeof(T) · (2 + 2·residual_out + residual_in_only) + cols · (sizeof(weight) +
@@ -1594,11 +1661,24 @@ Status norm_create(const NormProblem& problem, NormDescriptor** out) {
     const int nvec = a.cols / vec;
     const bool heavy = a.layer || a.bias;  // see pick_launcher
     const bool f32_params = a.weight_f32 || a.bias_f32;
+    /// [memory-speed]
+    // More than kFewRows 16-bit RMSNorm rows in 16-byte vectors: the memory's speed picks the
+    // plan (fast_memory_launcher). Only those calls ask the device.
+    const bool fast_memory =
+        t_bytes == 2 && vec == full && !a.layer && a.rows > kFewRows && peak_dram_gbps() >= kFastMemoryGBps;
+    /// [memory-speed]
     Launcher launcher = nullptr;
     switch (p.x.dtype) {
-        case DataType::f16: launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
-        case DataType::bf16: launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
-        default: launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1); break;
+        case DataType::f16:
+            launcher = pick_for_type<__half>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1, fast_memory);
+            break;
+        case DataType::bf16:
+            launcher = pick_for_type<__nv_bfloat16>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1,
+                                                    fast_memory);
+            break;
+        default:
+            launcher = pick_for_type<float>(vec, res, nvec, a.rows, heavy, a.layer, f32_params, a.heads == 1, false);
+            break;
     }
     *out = new NormDescriptor{a, launcher};
     return Status::success;

@@ -222,6 +222,36 @@ std::vector<ProdCase> plan_boundary_cases() {
             c.f16_only = true;
             c.repeats = 1;
         });
+    // On fast memory (an H200) more than 256 16-bit RMSNorm rows take the reference's
+    // fast-memory plan: each case is one 16-byte vector past what a launcher of that plan holds
+    // (threads x vectors a thread), so a row one vector longer than its kernel's reach shows.
+    // Elsewhere they are rows of these lengths under the other plan.
+    struct Reach {
+        const char* option;
+        unsigned opts;
+        int vectors;  // the launcher's reach; the case has one vector more
+        const char* holder;
+    };
+    const Reach reaches[] = {
+        {"bias", kBias | kRstd, 32, "4 threads of 8"},        {"bias", kBias, 128, "16 threads of 8"},
+        {"bias", kBias, 512, "128 threads of 4"},             {"bias", kBias, 640, "160 threads of 4"},
+        {"bias", kBias, 768, "192 threads of 4"},             {"bias", kBias, 896, "224 threads of 4"},
+        {"bias", kBias, 1024, "256 threads of 4"},            {"bias", kBias, 2048, "256 threads of 8"},
+        {"plain", 0, 1024, "512 threads of 2"},               {"prenorm", kPreNorm, 128, "64 threads of 2"},
+        {"prenorm", kPreNorm, 768, "192 threads of 4"},       {"prenorm", kPreNorm, 896, "224 threads of 4"},
+        {"prenorm", kPreNorm, 1024, "512 threads of 2"},      {"prenorm", kPreNorm, 2048, "1024 threads of 2"},
+    };
+    for (const Reach& r : reaches) {
+        const int64_t cols = 8 * (r.vectors + 1);
+        add({std::string("fast_memory_") + r.option + "_" + std::to_string(cols),
+             "300 rows of " + std::to_string(cols) + " [" + r.option + "]: " + std::to_string(r.vectors + 1) +
+                 " 16-byte vectors (16-bit), one more than " + r.holder + " hold in the fast-memory plan",
+             300, 0, cols, r.opts},
+            [](ProdCase& c) {
+                c.f16_only = true;
+                c.repeats = 1;
+            });
+    }
     return out;
 }
 
