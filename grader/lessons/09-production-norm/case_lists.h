@@ -239,7 +239,7 @@ std::vector<ProdCase> plan_boundary_cases() {
         {"bias", kBias, 1024, "256 threads of 4"},            {"bias", kBias, 2048, "256 threads of 8"},
         {"plain", 0, 1024, "512 threads of 2"},               {"prenorm", kPreNorm, 128, "64 threads of 2"},
         {"prenorm", kPreNorm, 768, "192 threads of 4"},       {"prenorm", kPreNorm, 896, "224 threads of 4"},
-        {"prenorm", kPreNorm, 1024, "512 threads of 2"},      {"prenorm", kPreNorm, 2048, "1024 threads of 2"},
+        {"prenorm", kPreNorm, 2048, "1024 threads of 2"},
     };
     for (const Reach& r : reaches) {
         const int64_t cols = 8 * (r.vectors + 1);
