@@ -252,6 +252,16 @@ std::vector<ProdCase> plan_boundary_cases() {
                 c.repeats = 1;
             });
     }
+    // And a row the plan must leave alone: a bias beside a residual, where its pre-norm kernel
+    // of 1025 to 2048 vectors is compiled without the bias.
+    add({"fast_memory_prenorm_bias_16384",
+         "300 rows of 16384 [prenorm, bias]: a bias beside a residual keeps the H100's plan on fast memory, whose "
+         "pre-norm kernel for these rows has no bias code",
+         300, 0, 16384, kPreNorm | kBias},
+        [](ProdCase& c) {
+            c.f16_only = true;
+            c.repeats = 1;
+        });
     return out;
 }
 
