@@ -206,6 +206,11 @@ std::vector<ProdCase> plan_boundary_cases() {
         set(c);
         out.push_back(std::move(c));
     };
+    // The long cases below run once, in fp16: the plan they test is the same for both 16-bit types.
+    auto once_in_f16 = [](ProdCase& c) {
+        c.f16_only = true;
+        c.repeats = 1;
+    };
     // 16392 16-bit columns are 2049 16-byte vectors, one past the 2048 that 1024 threads of
     // 2 vectors hold: rows without a bias stay in registers at 8 vectors a thread.
     out.push_back({"rms_rows_one_vector_past_two_per_thread",
@@ -218,10 +223,7 @@ std::vector<ProdCase> plan_boundary_cases() {
          "4096 x 8192 RMSNorm + bias + residual in: exactly 128 MiB of input, where rows without a bias beside "
          "a residual are read twice through the L2",
          4096, 0, 8192, kBias | kResidual},
-        [](ProdCase& c) {
-            c.f16_only = true;
-            c.repeats = 1;
-        });
+        once_in_f16);
     // On fast memory (an H200) more than 256 16-bit RMSNorm rows take the reference's
     // fast-memory plan: each case is one 16-byte vector past what a launcher of that plan holds
     // (threads x vectors a thread), so a row one vector longer than its kernel's reach shows.
@@ -247,10 +249,7 @@ std::vector<ProdCase> plan_boundary_cases() {
              "300 rows of " + std::to_string(cols) + " [" + r.option + "]: " + std::to_string(r.vectors + 1) +
                  " 16-byte vectors (16-bit), one more than " + r.holder + " hold in the fast-memory plan",
              300, 0, cols, r.opts},
-            [](ProdCase& c) {
-                c.f16_only = true;
-                c.repeats = 1;
-            });
+            once_in_f16);
     }
     // And a row the plan must leave alone: a bias beside a residual, where its pre-norm kernel
     // of 1025 to 2048 vectors is compiled without the bias.
@@ -258,10 +257,7 @@ std::vector<ProdCase> plan_boundary_cases() {
          "300 rows of 16384 [prenorm, bias]: a bias beside a residual keeps the H100's plan on fast memory, whose "
          "pre-norm kernel for these rows has no bias code",
          300, 0, 16384, kPreNorm | kBias},
-        [](ProdCase& c) {
-            c.f16_only = true;
-            c.repeats = 1;
-        });
+        once_in_f16);
     return out;
 }
 
