@@ -10,13 +10,15 @@ shape, the instructions executed and the top warp-stall reasons, side by side.
         --rows 4:32768x256:fp16,5:16384x8192:bf16,6:128:contig:bf16
 
 A row is LESSON:ROWSxCOLS:DTYPE for lessons 4 and 5 (lesson 5 is the fused add, out of place),
-and 6:TOKENS:LAYOUT:DTYPE for lesson 6 (q of [tokens, 32, 128], LAYOUT qkv or contig, as in
-torch_compare). The script runs itself once under ncu (`--profile-from-start off`): each
+6:TOKENS:LAYOUT:DTYPE for lesson 6 (q of [tokens, 32, 128], LAYOUT qkv or contig, as in
+torch_compare), and 9:OPTION:ROWSxCOLS:DTYPE for lesson 9 (OPTION one of bench/production_norm.py's
+VARIANTS: plain, bias_rstd, prenorm, weight_f32, layer_bias, layer_bias_rstd; pre-norm in place,
+as torch_compare times it). The script runs itself once under ncu (`--profile-from-start off`): each
 side's call sits alone between cudaProfilerStart and cudaProfilerStop, after warm-up and
 compilation, so only the two kernels are profiled. Writes DIR/ncu.csv (ncu's raw page),
 DIR/ncu_torch.json and DIR/ncu_torch.md; with --publish docs/results the JSON also goes to its
-stable name, docs/results/torch/<gpu>-ncu-torch.json (docs/results/index.md), and the table is the
-one of <gpu>-ncu-torch.md.
+stable name, docs/results/torch/<gpu>-ncu-torch.json (docs/results/index.md), or
+<gpu>-lesson9-ncu-torch.json for lesson 9's rows, and the table is the one of the page of that name.
 """
 import argparse
 import json
@@ -38,6 +40,8 @@ EXTRA_METRICS = (
     "sm__cycles_active.avg",
 )
 SIDES = ("reference", "compile")
+# bench/production_norm.py's VARIANTS, named here so that a row is checked without importing torch.
+LESSON9_OPTIONS = ("plain", "bias_rstd", "prenorm", "weight_f32", "layer_bias", "layer_bias_rstd")
 
 
 def parse_rows(text):
@@ -50,9 +54,13 @@ def parse_rows(text):
             rows.append({"lesson": lesson, "rows": r, "cols": c, "dtype": parts[2], "label": item})
         elif lesson == 6 and len(parts) == 4 and parts[2] in ("qkv", "contig"):
             rows.append({"lesson": 6, "tokens": int(parts[1]), "layout": parts[2], "dtype": parts[3], "label": item})
+        elif lesson == 9 and len(parts) == 4 and parts[1] in LESSON9_OPTIONS:
+            r, c = (int(v) for v in parts[2].split("x"))
+            rows.append({"lesson": 9, "option": parts[1], "rows": r, "cols": c, "dtype": parts[3], "label": item})
         else:
-            raise SystemExit(f"ncu_torch: cannot read row {item!r}: use 4:RxC:DTYPE, 5:RxC:DTYPE or "
-                             "6:TOKENS:qkv|contig:DTYPE")
+            raise SystemExit(f"ncu_torch: cannot read row {item!r}: use 4:RxC:DTYPE, 5:RxC:DTYPE, "
+                             f"6:TOKENS:qkv|contig:DTYPE or 9:OPTION:RxC:DTYPE (OPTION one of "
+                             f"{', '.join(LESSON9_OPTIONS)})")
     return rows
 
 
@@ -73,8 +81,10 @@ def inner(args):
     torch.manual_seed(0)
     for row in parse_rows(args.rows):
         n, dt = row["lesson"], tc.DTYPES[row["dtype"]]
-        ref = refs.setdefault(n, tc.Reference(args.workbook, n))
-        if n in (4, 5):
+        ref = None if n == 9 else refs.setdefault(n, tc.Reference(args.workbook, n))
+        if n == 9:
+            sides = lesson9_sides(args, refs, row, dt)
+        elif n in (4, 5):
             rows, cols = row["rows"], row["cols"]
             x = tc.fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
             w = tc.fill(torch.empty(cols, dtype=dt, device="cuda"))
@@ -113,6 +123,33 @@ def inner(args):
             torch.cuda.profiler.stop()
             print(f"ncu_torch: profiled {row['label']} {side}", flush=True)
     return 0
+
+
+def lesson9_sides(args, refs, row, dt):
+    """Lesson 9's reference and torch.compile on one option's tensors, as torch_compare times them."""
+    import torch
+    import torch_compare as tc
+    import production_norm as l9
+
+    if 9 not in refs:
+        refs[9] = l9.Reference(args.workbook)
+        refs["compiled9"] = {}
+    layer, bias, rstd, residual, w32, _, formula = l9.VARIANTS[row["option"]]
+    compiled = refs["compiled9"].setdefault(row["option"], torch.compile(formula, fullgraph=True))
+    rows, cols = row["rows"], row["cols"]
+    x = tc.fill(torch.empty(rows, cols, dtype=dt, device="cuda"))
+    w = tc.fill(torch.empty(cols, dtype=torch.float32 if w32 else dt, device="cuda"))
+    b = tc.fill(torch.empty(cols, dtype=dt, device="cuda")) if bias else None
+    r = tc.fill(torch.empty(rows, cols, dtype=dt, device="cuda")) if residual else None
+    rs = torch.empty(rows, dtype=torch.float32, device="cuda") if rstd else None
+    torch._dynamo.mark_dynamic(x, 0)
+    if r is not None:
+        torch._dynamo.mark_dynamic(r, 0)
+    torch_args = [t for t in (x, r, w, b) if t is not None] + [tc.EPS]
+    # In place for the residual form (y over x, the sum over the residual), out of place otherwise.
+    y = x if residual else torch.empty_like(x)
+    launch = refs[9].bind(tc.EPS, layer, x, w, y, residual=r, bias=b, residual_out=r, rstd=rs)
+    return launch, lambda: compiled(*torch_args)
 
 
 def is_compiled(kernel):
@@ -173,7 +210,20 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
+def publish_kind(rows):
+    """The page a profile belongs to: lesson 9's options have their own, beside its peers' page."""
+    nine = [r["lesson"] == 9 for r in rows]
+    if all(nine):
+        return "lesson9-ncu-torch"
+    if not any(nine):
+        return "ncu-torch"
+    raise SystemExit("ncu_torch: --publish takes lesson 9's rows or the other lessons' rows, not both: "
+                     "profile them in two runs")
+
+
 def outer(args):
+    if args.publish:
+        publish_kind(parse_rows(args.rows))  # a mixed list fails here, before ncu runs
     ncu = profile.find_ncu()
     if not ncu:
         raise SystemExit("ncu_torch: Nsight Compute (ncu) was not found on PATH or in the CUDA toolkit")
@@ -201,7 +251,7 @@ def outer(args):
     with open(os.path.join(args.out, "ncu_torch.json"), "w") as f:
         json.dump(results, f, indent=1)
     if args.publish:
-        path = results_names.raw(args.publish, results_names.gpu_name(), "ncu-torch")
+        path = results_names.raw(args.publish, results_names.gpu_name(), publish_kind(rows))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(results, f, indent=1)

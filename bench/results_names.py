@@ -19,7 +19,8 @@ KINDS = {
     "lesson9-torch": "-lesson9-torch",  # bench/torch_compare.py --lessons 9, two runs in a row
     "lessons10-11": "-lessons10-11",   # bench/torch_compare.py --lessons 10,11, two runs, beside the gate tables
     "decode": "-decode",               # bench/torch_compare.py --max-rows 128: decode batches in µs, two runs in a row
-    "ncu-torch": "-ncu-torch",         # bench/ncu_torch.py
+    "ncu-torch": "-ncu-torch",         # bench/ncu_torch.py, lessons 4, 5 and 6
+    "lesson9-ncu-torch": "-lesson9-ncu-torch",  # bench/ncu_torch.py, lesson 9's options
     "check": "-check",                 # scripts/gpu-check, written up by hand from its summaries
 }
 RAW_FOLDER = "torch"

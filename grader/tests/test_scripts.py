@@ -294,6 +294,26 @@ class NcuTorchTests(unittest.TestCase):
             self.ncu.parse_rows("6:128:strided:bf16")
         self.assertIn("6:128:strided:bf16", str(err.exception))
 
+    def test_lesson9_rows_name_their_option_and_have_a_page_of_their_own(self):
+        rows = self.ncu.parse_rows("9:bias_rstd:4096x8192:fp16,9:prenorm:32768x256:bf16")
+        self.assertEqual([(r["option"], r["rows"], r["cols"]) for r in rows],
+                         [("bias_rstd", 4096, 8192), ("prenorm", 32768, 256)])
+        self.assertEqual(self.ncu.publish_kind(rows), "lesson9-ncu-torch")
+        self.assertEqual(self.ncu.publish_kind(self.ncu.parse_rows("4:32768x256:fp16")), "ncu-torch")
+        with self.assertRaises(SystemExit) as err:
+            self.ncu.parse_rows("9:rms:4096x8192:fp16")
+        self.assertIn("plain, bias_rstd", str(err.exception))
+        with self.assertRaises(SystemExit) as err:
+            self.ncu.publish_kind(self.ncu.parse_rows("4:32768x256:fp16,9:plain:4096x8192:fp16"))
+        self.assertIn("not both", str(err.exception))
+
+    def test_lesson9_options_are_those_torch_compare_times(self):
+        with open(os.path.join(ROOT, "bench", "production_norm.py")) as f:
+            text = f.read()
+        block = text[text.index("VARIANTS = {"):]
+        block = block[:block.index("}")]
+        self.assertEqual(tuple(re.findall(r'^    "(\w+)":', block, re.M)), self.ncu.LESSON9_OPTIONS)
+
     def test_calls_alternate_and_a_missing_call_stops_the_table(self):
         k = [{"Kernel Name": n, "gpu__time_duration.sum": "1000"} for n in
              ("rmsnorm_rows_kernel", "column_sum", "triton_red_fused_0", "rmsnorm_rows_kernel", "triton_per_fused_1")]
