@@ -324,6 +324,33 @@ class NcuTorchTests(unittest.TestCase):
         self.assertIn("expected 4 profiled calls", str(err.exception))
 
 
+class ProfileShortRowsTests(unittest.TestCase):
+    """bench/profile_short_rows.py without a GPU: the rows it takes from a make bench page, and its row syntax."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import profile_short_rows
+        self.p = profile_short_rows
+
+    def test_rows_are_the_short_rows_of_the_design_target(self):
+        page = os.path.join(ROOT, "docs", "results", "nvidia-h100-80gb-hbm3.json")
+        with open(page, encoding="utf-8") as f:
+            target = [t for t in json.load(f)["targets"] if "of a copy of their own size" in t["target"]][0]
+        rows = self.p.rows_from_results(page)
+        self.assertEqual(len(rows), len(target["short"]))
+        for row in rows:
+            lesson, shape = self.p.parse_row(row)
+            self.assertTrue(lesson.needs_gpu, row)
+            self.assertRegex(shape, r"^[a-z_0-9]*x[0-9x]+/(f16|bf16|f32)$")
+
+    def test_a_wrong_row_is_named(self):
+        for bad, said in (("11:16384x4095", "'11:16384x4095'"), ("1:32x32/f32", "lesson 1 has no GPU reference"),
+                          ("eleven:4096x8192/bf16", "'eleven:4096x8192/bf16'")):
+            with self.assertRaises(SystemExit) as err:
+                self.p.parse_row(bad)
+            self.assertIn(said, str(err.exception))
+
+
 class RemoteTimingLimitsTests(unittest.TestCase):
     """bench/remote_timing.py without a GPU: a hung remote run ends with the grader's own message
     (its call timeout, then the batch watchdog's phase) before the script kills it."""
