@@ -512,6 +512,30 @@ class SelectionAndSummaryTest(unittest.TestCase):
         self.assertEqual([r["status"] for r in report["mutants"]], [runner.KILLED, runner.SURVIVED])
         self.assertEqual(report["run"]["second_memory"], {"memory": "h200", "graded": 2, "killed": 1})
 
+    def test_memory_grades_the_selection_on_that_memory_alone_in_its_own_folder(self):
+        import io
+        from unittest import mock
+        cli = _load_cli()
+        lesson = runner.find_lesson("lesson4")
+        _, mutants = runner.lesson_mutants(lesson)
+        picked = mutants[0].name
+        calls = []
+
+        def run(lesson_, out, **kw):
+            calls.append((out, kw.get("memory"), kw.get("only"), kw.get("check_equivalent")))
+            return {"counts": {"timeouts": 0, "not_compiled": 0, "errors": 0}, "seconds_per_mutant": None,
+                    "not_graded": []}
+
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(cli.runner, "run_lesson", side_effect=run), \
+                mock.patch.object(cli.runner, "table_row", return_value=""), mock.patch("sys.stdout", io.StringIO()):
+            cli.main(["lesson4", "--memory", "h200", "--check-equivalent", "--only", picked, "--out", tmp])
+            self.assertEqual(calls, [(os.path.join(tmp, "memory-h200"), "h200", picked, True)])
+            err = io.StringIO()
+            with mock.patch("sys.stderr", err):
+                self.assertEqual(cli.main(["lesson4", "--memory", "h200", "--from-cache", "--out", tmp]), 64)
+                self.assertEqual(cli.main(["lesson4", "--memory", "h100", "--out", tmp]), 64)
+            self.assertIn("does not go with --gpu or --from-cache", err.getvalue())
+
     def test_from_cache_without_a_cache_is_an_error(self):
         cli = _load_cli()
         with tempfile.TemporaryDirectory() as tmp:
