@@ -30,6 +30,7 @@ os.environ.setdefault("WORKBOOK_BUILD_DIR", os.path.join(ROOT, "build-gpu"))
 sys.path.insert(0, os.path.join(ROOT, "grader", "cli"))
 from workbook import build, profile  # noqa: E402  (the grader's command line and ncu's CSV reader)
 from workbook.lessons import all_lessons  # noqa: E402
+import results_names  # noqa: E402  (the GPU's name as the pages spell it)
 
 EXTRA_METRICS = (
     "sm__maximum_warps_per_active_cycle_pct",
@@ -70,12 +71,8 @@ def parse_row(text):
 
 
 def ncu_run(ncu, cmd, extra):
-    metrics = profile.METRICS + (extra if extra else ())
-    full = [ncu, "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
-            "--clock-control", "none", "--metrics", ",".join(metrics)]
-    for section in profile.SECTIONS:
-        full += ["--section", section]
-    return subprocess.run(full + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(profile.ncu_command(ncu, cmd, "none", extra), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
 
 
 def profile_row(ncu, lesson, shape):
@@ -90,7 +87,10 @@ def profile_row(ncu, lesson, shape):
         proc = ncu_run(ncu, cmd, EXTRA_METRICS)
         if proc.returncode != 0 and "metric" in proc.stdout.lower():
             proc = ncu_run(ncu, cmd, ())  # an ncu without one of the extra metrics: the grader's set
-        info = json.load(open(info_path, encoding="utf-8")) if os.path.exists(info_path) else {}
+        info = {}
+        if os.path.exists(info_path):
+            with open(info_path, encoding="utf-8") as f:
+                info = json.load(f)
     if info.get("error"):
         return None, info["error"]
     kernels = profile.parse_ncu_csv(proc.stdout)
@@ -150,20 +150,12 @@ def main():
         results.append({"row": text, "profile": summary} if summary else {"row": text, "error": error})
         print(f"profile_short_rows: {text}: {'done' if summary else error}", flush=True)
         with open(os.path.join(args.out, "short_rows.json"), "w", encoding="utf-8") as f:
-            json.dump({"gpu": profile_gpu(), "rows": results}, f, indent=1)
+            json.dump({"gpu": results_names.gpu_name(), "rows": results}, f, indent=1)
     table = markdown(results)
     with open(os.path.join(args.out, "short_rows.md"), "w", encoding="utf-8") as f:
         f.write(table)
     print(table)
     return 1 if any(r.get("error") for r in results) else 0
-
-
-def profile_gpu():
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=30).stdout.splitlines()[0].strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return ""
 
 
 if __name__ == "__main__":

@@ -121,6 +121,9 @@ class LimitTests(unittest.TestCase):
         self.assertIn("--clock-control", cmd)
         self.assertEqual(cmd[cmd.index("--clock-control") + 1], "none")
         self.assertEqual(cmd[-3:], ["wb-grader", "--lesson", "4"])
+        extra = profile.ncu_command("ncu", ["wb-grader"], extra_metrics=("smsp__inst_executed.sum",))
+        metrics = extra[extra.index("--metrics") + 1].split(",")
+        self.assertEqual(metrics, list(profile.METRICS) + ["smsp__inst_executed.sum"])
 
 
 class CommandLineTests(unittest.TestCase):

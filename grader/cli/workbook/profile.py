@@ -59,9 +59,10 @@ def find_ncu():
     return None
 
 
-def ncu_command(ncu, grader_cmd, clock_control="none"):
+def ncu_command(ncu, grader_cmd, clock_control="none", extra_metrics=()):
+    """ncu over the grader's profile mode; `extra_metrics`: read besides METRICS (bench/profile_short_rows.py)."""
     cmd = [ncu, "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
-           "--clock-control", clock_control, "--metrics", ",".join(METRICS)]
+           "--clock-control", clock_control, "--metrics", ",".join(METRICS + tuple(extra_metrics))]
     for section in SECTIONS:
         cmd += ["--section", section]
     return cmd + list(grader_cmd)
