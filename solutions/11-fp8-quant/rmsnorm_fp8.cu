@@ -30,6 +30,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "workbook/rmsnorm_fp8.h"
@@ -80,6 +81,28 @@ template <int VEC>
 struct alignas(VEC) QPack {
     __nv_fp8_storage_t v[VEC];
 };
+
+/// A pack of x or the weight read from global memory as one access. Handed `w[idx]` itself,
+/// `unpack` below reads it as 32-bit words and the compiler made four 4-byte loads of each
+/// 16-byte vector; one load made the rows kernels 3-11% faster on an H200, where the issue
+/// slots are the limit (performance.md, "On an H200").
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack(const Pack<T, VEC>* p) {
+    Pack<T, VEC> out;
+    if constexpr (sizeof(out) == 16) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(p);
+        memcpy(&out, &raw, sizeof(out));
+    } else if constexpr (sizeof(out) == 8) {
+        const uint2 raw = *reinterpret_cast<const uint2*>(p);
+        memcpy(&out, &raw, sizeof(out));
+    } else if constexpr (sizeof(out) == 4) {
+        const unsigned raw = *reinterpret_cast<const unsigned*>(p);
+        memcpy(&out, &raw, sizeof(out));
+    } else {
+        out = *p;
+    }
+    return out;
+}
 
 /// [unpack]
 /// fp32 copies of a pack's elements, 16-bit pairs converted as pairs. A bf16 is the top half of
@@ -227,18 +250,21 @@ __device__ __forceinline__ void group_reduce(float& sum, float& mx) {
 }
 
 /// The same over a block of BLOCK threads, every thread gets both results. Two banks of slots
-/// used on alternate rows, so one barrier per row is enough.
+/// used on alternate rows, so one barrier per row is enough. Each group of kWarps lanes reads
+/// all the warps' slots, so the second butterfly has log2(kWarps) steps, not five: the same sums
+/// in the same order as five steps over the slots padded with zeros, with fewer instructions.
 template <int BLOCK>
 __device__ __forceinline__ void block_reduce(float& sum, float& mx, float2 (*slots)[BLOCK / kWarpSize], int bank) {
     constexpr int kWarps = BLOCK / kWarpSize;
+    static_assert((kWarps & (kWarps - 1)) == 0, "the butterfly over the warps' slots needs a power of two");
     const int lane = threadIdx.x % kWarpSize;
     group_reduce<kWarpSize>(sum, mx);
     if (lane == 0) slots[bank][threadIdx.x / kWarpSize] = make_float2(sum, mx);
     __syncthreads();
-    const float2 mine = lane < kWarps ? slots[bank][lane] : make_float2(0.0f, 0.0f);
+    const float2 mine = slots[bank][lane % kWarps];
     sum = mine.x;
     mx = mine.y;
-    group_reduce<kWarpSize>(sum, mx);
+    group_reduce<kWarps>(sum, mx);
 }
 /// [two-reductions]
 
@@ -308,7 +334,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fp8_rows_kernel(Args<T> a) 
                 if constexpr (EARLY_W) {
                     unpack(wv[i], g);
                 } else {
-                    unpack(w[idx], g);  // read again in the second pass
+                    unpack(load_pack(w + idx), g);  // read again in the second pass
                 }
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
@@ -337,7 +363,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fp8_rows_kernel(Args<T> a) 
                     if constexpr (EARLY_W) {
                         unpack(wv[i], g);
                     } else {
-                        unpack(w[idx], g);
+                        unpack(load_pack(w + idx), g);
                     }
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) f[k] *= g[k];
@@ -554,7 +580,7 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Ar
                 if (base + u * BLOCK < nvec) {
                     float f[VEC], g[VEC];
                     unpack(xv[u], f);
-                    unpack(w[base + u * BLOCK], g);
+                    unpack(load_pack(w + base + u * BLOCK), g);
 #pragma unroll
                     for (int k = 0; k < VEC; ++k) {
                         sumsq = fmaf(f[k], f[k], sumsq);
@@ -572,8 +598,8 @@ __global__ void __launch_bounds__(BLOCK, min_blocks(BLOCK)) fp8_stream_kernel(Ar
 #pragma unroll 4
         for (int idx = threadIdx.x; idx < nvec; idx += BLOCK) {
             float f[VEC], g[VEC];
-            unpack(xr[idx], f);
-            unpack(w[idx], g);
+            unpack(load_pack(xr + idx), f);
+            unpack(load_pack(w + idx), g);
 #pragma unroll
             for (int k = 0; k < VEC; ++k) f[k] *= g[k];
             qr[idx] = quantise<VEC>(f, factor);
@@ -648,6 +674,26 @@ inline bool has_clusters() {
     return major >= 9;
 }
 
+/// [memory-speed]
+/// Peak DRAM bandwidth past which 16-bit rows of 1032 to 5120 columns take 4 or 5 vectors a
+/// thread, in GB/s: between an H100's 3352 and an H200's 4915, the two GPUs the plans were
+/// measured on.
+constexpr double kFastMemoryGBps = 4000.0;
+
+/// True when the current device's DRAM peaks at kFastMemoryGBps or more: its memory clock (kHz,
+/// two transfers a clock) times its bus width. False where the device does not say.
+inline bool fast_memory() {
+    int device = 0, khz = 0, bits = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return 2.0 * khz * 1e3 * (bits / 8) / 1e9 >= kFastMemoryGBps;
+}
+/// [memory-speed]
+
 /// [launch-shape]
 /// Threads per row (G) and vectors per thread (ITERS) from the row length in vectors, as in
 /// lesson 4: a few lanes per row and many rows per block for short rows, a warp in the middle,
@@ -672,7 +718,18 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
     // SM +0.3-5% from 5120 to 8192 columns. Past 4096 columns, 2 vectors a thread lost up to 14%
     // and rows read twice under an L2 eviction priority (lesson 4's long rows) up to 30%: the
     // amax and the quantising add instructions that those kernels' shapes do not hide.
+    // On an H200 these rows are held by instruction issue, not by memory: each thread's share of
+    // the row's reduction, scale and stores costs as much at 2 vectors a thread as at 4. Measured
+    // there against the plan below: 4 vectors a thread at 1536 threads an SM 1.06-1.07 times as
+    // fast at 2048 columns, 1.10 at 4096, 1.15 at 1536 and 1.21 at 3072; 5 vectors in 128 threads
+    // (a row of 5120 columns exactly, where 256 threads of 4 leave 3 in 8 of their slots empty)
+    // 1.08-1.10 (performance.md, "On an H200").
     if constexpr (VEC * sizeof(T) == 16 && sizeof(T) == 2) {
+        if (nvec > 128 && nvec <= 640 && fast_memory()) {
+            if (nvec <= 256) return launch_row_blocks<T, VEC, 64, 4, 24>(a, stream);
+            if (nvec <= 512) return launch_row_blocks<T, VEC, 128, 4, 12>(a, stream);
+            return launch_row_blocks<T, VEC, 128, 5, 10>(a, stream);
+        }
         if (nvec > 128 && nvec <= 256) return launch_row_blocks<T, VEC, 128, 2, 16>(a, stream);
         if (nvec > 256 && nvec <= 512) return launch_row_blocks<T, VEC, 256, 2, 8>(a, stream);
         if (nvec > 512 && nvec <= 1024) return launch_row_blocks<T, VEC, 256, 4, 5>(a, stream);

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-# A reference that reads the device's memory clock picks its plan by the memory's speed (lessons 4, 5 and 9). The
+# A reference that reads the device's memory clock picks its plan by the memory's speed (lessons 4, 5, 9 and 11). The
 # CPU emulator reports an H100's memory unless WBEMU_MEMORY names another, so such a reference is graded on
 # these memories too (scripts/emulator-check, scripts/mutate).
 OTHER_MEMORIES = ("h200",)
