@@ -84,8 +84,8 @@ struct alignas(VEC) QPack {
 
 /// A pack of x or the weight read from global memory as one access. Handed `w[idx]` itself,
 /// `unpack` below reads it as 32-bit words and the compiler made four 4-byte loads of each
-/// 16-byte vector; one load made the rows kernels 3-11% faster on an H200, where the issue
-/// slots are the limit (performance.md, "On an H200").
+/// 16-byte vector; one load made the rows kernels up to 11% faster on an H200, where the
+/// issue slots are the limit (performance.md, "On an H200").
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_pack(const Pack<T, VEC>* p) {
     Pack<T, VEC> out;
