@@ -380,10 +380,12 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) fp8_rows_kernel(Args<T> a) 
  * l < head also element l before them and lane l < tail element l after the last whole vector.
  * Before it loads a row whose offset is not the last row's, each thread shifts its weight vectors
  * into place for that offset and keeps them in dynamic shared memory (its own slots: no barrier),
- * where both passes over the row read them with one aligned 16-byte load each: once per block
- * when its rows share an offset (the resident grid of launch_peeled_block).
+ * where both passes over the row read them with one aligned 16-byte load each. RESIDENT: the grid
+ * is the blocks the device holds at once and a block walks rows of one offset, so it stages the
+ * weight again only when the head changes; otherwise it stages it for every row, with no branch
+ * that would hold the row's loads behind it (a block takes one row).
  */
-template <typename T, int G, int ITERS, int MIN_BLOCKS = min_blocks(G)>
+template <typename T, int G, int ITERS, bool RESIDENT = false, int MIN_BLOCKS = min_blocks(G)>
 __global__ void __launch_bounds__(G, MIN_BLOCKS) fp8_peeled_kernel(Args<T> a) {
     constexpr int VEC = 16 / static_cast<int>(sizeof(T));
     using P = Pack<T, VEC>;
@@ -392,14 +394,14 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) fp8_peeled_kernel(Args<T> a) {
     P* weight = reinterpret_cast<P*>(weight_raw);
     const int lane = threadIdx.x;
     int bank = 0;
-    int staged = -1;  // the head whose shifted weight the slots hold
+    int staged = -1;  // RESIDENT: the head whose shifted weight the slots hold
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         const T* xrow = a.x + row * a.x_row_stride;
         const int head = peel_count<T, VEC>(xrow, a.cols);
         const int nvec = (a.cols - head) / VEC;
         const int tail = a.cols - head - nvec * VEC;
         const int tail_col = head + nvec * VEC + lane;
-        if (head != staged) {
+        if (!RESIDENT || head != staged) {
             staged = head;
             const int skew = skew_of<T, VEC>(a.weight + head);
             const T* wbase = a.weight + head - skew;
@@ -790,7 +792,7 @@ cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
     constexpr int kResident = G >= 1024 ? 1 : 1280 / G;  // blocks an SM on the resident grid
     const int64_t held = static_cast<int64_t>(sm_count()) * kResident / 8 * 8;
     const bool resident = held > 0 && a.rows > held && fast_memory();
-    auto kernel = resident ? fp8_peeled_kernel<T, G, ITERS, kResident> : fp8_peeled_kernel<T, G, ITERS>;
+    auto kernel = resident ? fp8_peeled_kernel<T, G, ITERS, true, kResident> : fp8_peeled_kernel<T, G, ITERS>;
     if constexpr (kSmem > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
         if (err != cudaSuccess) return err;
