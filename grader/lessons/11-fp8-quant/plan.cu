@@ -181,6 +181,12 @@ std::vector<Fp8Case> fp8_cases() {
         {"misaligned_base_long_rows", "rows of 16383 with x one element and q one byte past an aligned address, the "
          "weight aligned: long misaligned rows, the weight at another offset than x", 6, 16383, normal, plain, kNoClip,
          0, 0, 1, 0, 1},
+        // More misaligned rows than an H200 holds blocks of the peeled kernel (132 SMs x 20 blocks of 64 threads):
+        // on fast memory a grid of the blocks it holds walks them, several rows a block, each block keeping the
+        // weight shifted for its rows' offset instead of shifting it for every row.
+        {"misaligned_rows_resident_grid", "5400 rows of 521 with x one element and q one byte past an aligned "
+         "address, the weight aligned: more peeled rows than the device holds blocks, several a block", 5400, 521,
+         normal, plain, kNoClip, 0, 0, 1, 0, 1},
         {"misaligned_base_cols_max", "rows of 65535 with x one element and q one byte past an aligned address: the "
          "longest misaligned rows, more whole vectors than a kernel for shorter rows holds", 4, 65535, normal, plain,
          kNoClip, 0, 0, 1, 0, 1},
