@@ -668,16 +668,18 @@ cudaError_t launch_cluster_rows(const Args<T>& a, cudaStream_t stream) {
 }
 /// [cluster-launch]
 
-/// True when the current device has thread-block clusters (sm_90 and newer).
-inline bool has_clusters() {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+/// The current device's value of `attribute`, 0 where the device does not say.
+inline int device_attribute(cudaDeviceAttr attribute) {
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&value, attribute, device) != cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        return 0;
     }
-    return major >= 9;
+    return value;
 }
+
+/// True when the current device has thread-block clusters (sm_90 and newer).
+inline bool has_clusters() { return device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9; }
 
 /// [memory-speed]
 /// Peak DRAM bandwidth past which 16-bit rows of 1032 to 5120 columns take 4 or 5 vectors a
@@ -688,13 +690,8 @@ constexpr double kFastMemoryGBps = 4000.0;
 /// True when the current device's DRAM peaks at kFastMemoryGBps or more: its memory clock (kHz,
 /// two transfers a clock) times its bus width. False where the device does not say.
 inline bool fast_memory() {
-    int device = 0, khz = 0, bits = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
+    const int khz = device_attribute(cudaDevAttrMemoryClockRate);
+    const int bits = device_attribute(cudaDevAttrGlobalMemoryBusWidth);
     return 2.0 * khz * 1e3 * (bits / 8) / 1e9 >= kFastMemoryGBps;
 }
 /// [memory-speed]
@@ -769,17 +766,6 @@ cudaError_t launch_width(const Args<T>& a, cudaStream_t stream) {
 /// True when `p` may be accessed `bytes` at a time.
 inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-/// The current device's SM count, 0 where it does not say.
-inline int sm_count() {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return sms;
-}
-
 /// [peel-launch]
 /// The peeled kernel: a block of G threads a row, ITERS vectors a thread. On fast memory, with more
 /// rows than the device holds blocks, the grid is the blocks it holds at once (1280 threads an SM,
@@ -790,7 +776,7 @@ template <typename T, int G, int ITERS>
 cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
     constexpr int kSmem = ITERS * G * 16;
     constexpr int kResident = G >= 1024 ? 1 : 1280 / G;  // blocks an SM on the resident grid
-    const int64_t held = static_cast<int64_t>(sm_count()) * kResident / 8 * 8;
+    const int64_t held = static_cast<int64_t>(device_attribute(cudaDevAttrMultiProcessorCount)) * kResident / 8 * 8;
     const bool resident = held > 0 && a.rows > held && fast_memory();
     auto kernel = resident ? fp8_peeled_kernel<T, G, ITERS, true, kResident> : fp8_peeled_kernel<T, G, ITERS>;
     if constexpr (kSmem > 48 * 1024) {
