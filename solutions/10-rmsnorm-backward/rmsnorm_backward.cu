@@ -26,7 +26,9 @@
  *  - few rows (decode batches) in one launch: blocks after the row blocks add dweight
  *    straight from dy, x and rstd, with no partials and no second kernel;
  *  - the column kernel launched as a programmatic dependent launch (lesson 7): its blocks
- *    start as the row blocks leave, and wait in the kernel for the partials.
+ *    start as the row blocks leave, and wait in the kernel for the partials;
+ *  - on fast memory (an H200), a cluster's blocks ask for their slice of the next row with one
+ *    bulk L2 prefetch each, so memory keeps working while the cluster exchanges a row's sum.
  *
  * What it leaves out: TMA loads.
  * Clusters need sm_90: on older devices the entry point returns cudaErrorNotSupported.
@@ -151,6 +153,7 @@ struct Args {
     int64_t rows;
     int cols;
     int64_t row_blocks;  ///< blocks [0, row_blocks) do rows; any after them add dweight's columns
+    bool prefetch;       ///< fast memory: a cluster's blocks bring their slice of the next row into L2
 };
 
 /// [peel]
@@ -403,6 +406,16 @@ __global__ void __launch_bounds__(kWarpRowsBlock, warp_rows_blocks_per_sm(V))
     /// [block-partial]
 }
 
+/// [prefetch]
+/// Asks for `bytes` (a multiple of 16) from the 16-byte aligned `p` to be brought into L2: one bulk
+/// request (sm_90), no registers, nothing to wait for.
+__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+/// [prefetch]
+
 /// [direct-columns]
 /// Few rows: dweight straight from dy, x and rstd, no partials. Lane l owns column
 /// 32·col_block + l, warp w adds rows w, w + warps, ... in order, then warp 0 adds the warp
@@ -521,6 +534,21 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         float edy[2], ex[2];
         if constexpr (PEEL) edges.load(a.dy + row * a.dy_stride, a.x + row * a.x_stride, edy, ex);
         const float rstd = a.rstd[row];
+        /// [prefetch-next-row]
+        // A row over a cluster waits for its peers' sums, and memory idles meanwhile unless the
+        // group's next row is already on its way: one thread a block asks for its slice of it.
+        if constexpr (CLUSTER && VEC * sizeof(T) == 16) {
+            const int64_t next = row + groups;
+            if (a.prefetch && threadIdx.x == 0 && next < a.rows) {
+                const int first = rank * static_cast<int>(blockDim.x) * V;
+                const int count = min(nvec - first, static_cast<int>(blockDim.x) * V);
+                if (count > 0) {
+                    prefetch_l2(a.dy + next * a.dy_stride + head + first * VEC, count * 16);
+                    prefetch_l2(a.x + next * a.x_stride + head + first * VEC, count * 16);
+                }
+            }
+        }
+        /// [prefetch-next-row]
 
         /// [row-sum]
         // Warps → shared memory → every warp adds the warp sums in the same order. Two banks
@@ -858,14 +886,24 @@ int vector_width(const T* dy, int64_t dys, const T* x, int64_t xs, const T* w, c
     return ok ? kVec : 1;
 }
 
-/// SM count and compute capability of the current device.
-inline cudaError_t device_info(int& sms, int& major) {
-    int device = 0;
+/// [memory-speed]
+/// Peak DRAM bandwidth from which the cluster kernels prefetch their next row, in GB/s: between
+/// an H100's 3352 and an H200's 4915, the two GPUs the plans were measured on.
+constexpr double kFastMemoryGBps = 4000.0;
+
+/// SM count and compute capability of the current device, and whether its DRAM peaks at
+/// kFastMemoryGBps or more (its memory clock in kHz, two transfers a clock, times its bus width).
+inline cudaError_t device_info(int& sms, int& major, bool& fast) {
+    int device = 0, khz = 0, bits = 0;
     cudaError_t err = cudaGetDevice(&device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    fast = 2.0 * khz * 1e3 * (bits / 8) / 1e9 >= kFastMemoryGBps;
     return err;
 }
+/// [memory-speed]
 
 /// [peel-choice]
 /// Rows narrower than 16 bytes can still move 16 bytes at a time when dy, x and dx are
@@ -912,7 +950,8 @@ template <typename T>
 size_t rmsnorm_backward_workspace_bytes(int64_t rows, int64_t cols) {
     if (rows <= 0 || cols < 1 || cols > kMaxCols) return 0;
     int sms = 0, major = 0;
-    if (device_info(sms, major) != cudaSuccess || major < 9) {
+    bool fast = false;
+    if (device_info(sms, major, fast) != cudaSuccess || major < 9) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -963,7 +1002,8 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     if (rows == 0) return cudaMemsetAsync(dweight, 0, static_cast<size_t>(cols) * sizeof(float), stream);
 
     int sms = 0, major = 0;
-    cudaError_t err = device_info(sms, major);
+    bool fast = false;
+    cudaError_t err = device_info(sms, major, fast);
     if (err != cudaSuccess) return err;
     // Thread-block clusters (the long rows) exist from sm_90 on.
     if (major < 9) return cudaErrorNotSupported;
@@ -978,8 +1018,8 @@ cudaError_t rmsnorm_backward(const T* dy, int64_t dy_row_stride, const T* x, int
     if (workspace_bytes < needed || (needed > 0 && workspace == nullptr)) return cudaErrorInvalidValue;
 
     float* partials = p.partial_rows > 0 ? static_cast<float*>(workspace) : nullptr;
-    const Args<T> a{dy,           x,          weight,        rstd, dx, partials, dweight,
-                    dy_row_stride, x_row_stride, dx_row_stride, rows, n, p.row_blocks};
+    const Args<T> a{dy,           x,          weight,        rstd, dx, partials,     dweight,
+                    dy_row_stride, x_row_stride, dx_row_stride, rows, n, p.row_blocks, fast};
     constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     err = p.peel ? launch_rows<T, kVec, true>(p, a, stream)
           : vec == kVec ? launch_rows<T, kVec>(p, a, stream)

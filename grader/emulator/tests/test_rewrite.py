@@ -49,6 +49,11 @@ class RewriteTest(unittest.TestCase):
         out = emu_rewrite.rewrite(src)
         self.assertEqual(out, "::emu::grid_dependency_wait();\n(void)0;")
 
+    def test_prefetch_hints_vanish_bulk_ones_too(self):
+        src = ('asm volatile("prefetch.global.L2 [%0];" ::"l"(p));\n'
+               'asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(n) : "memory");')
+        self.assertEqual(emu_rewrite.rewrite(src), "(void)0;\n(void)0;")
+
     def test_unknown_ptx_is_a_compile_error_naming_it(self):
         out = emu_rewrite.rewrite('asm volatile("bar.sync 1;");')
         self.assertIn("static_assert", out)

@@ -15,6 +15,7 @@ learner's own lines:
   asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
   asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
   asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ...)  (a hint too)  -> (void)0
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p))
                                                       -> (p) = 0ull  (an opaque cache policy)
   asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;" : "=r"(a), ... : "l"(ptr), "l"(p))
@@ -262,8 +263,8 @@ def rewrite_asm(text, masked):
             replacement = "::emu::grid_dependency_wait()"
         elif "griddepcontrol.launch_dependents" in template:
             replacement = "::emu::trigger_dependents()"
-        elif template.strip() == "" or template.strip().startswith("prefetch"):
-            replacement = "(void)0"  # register pinning and prefetch hints: no effect on results
+        elif template.strip() == "" or template.strip().startswith(("prefetch", "cp.async.bulk.prefetch")):
+            replacement = "(void)0"  # register pinning and prefetch hints (bulk too): no effect on results
         elif (hinted := _cache_hint_call(template.strip(), body, _line_of(text, m.start()))) is not None:
             replacement = hinted
         else:
