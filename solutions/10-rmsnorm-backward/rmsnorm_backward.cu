@@ -537,7 +537,8 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         /// [prefetch-next-row]
         // A row over a cluster waits for its peers' sums, and memory idles meanwhile unless the
         // group's next row is already on its way: one thread a block asks for its slice of it.
-        if constexpr (CLUSTER && VEC * sizeof(T) == 16) {
+        // Not in the peeled kernels: in fp16 the request's registers spilled the shifted weight.
+        if constexpr (CLUSTER && VEC * sizeof(T) == 16 && !PEEL) {
             const int64_t next = row + groups;
             if (a.prefetch && threadIdx.x == 0 && next < a.rows) {
                 const int first = rank * static_cast<int>(blockDim.x) * V;
