@@ -541,8 +541,9 @@ __global__ void __launch_bounds__(MAX_BLOCK, MIN_BLOCKS)
         if constexpr (CLUSTER && VEC * sizeof(T) == 16 && !PEEL) {
             const int64_t next = row + groups;
             if (a.prefetch && threadIdx.x == 0 && next < a.rows) {
-                const int first = rank * static_cast<int>(blockDim.x) * V;
-                const int count = min(nvec - first, static_cast<int>(blockDim.x) * V);
+                const int slice = static_cast<int>(blockDim.x) * V;  // vectors of this block
+                const int first = rank * slice;
+                const int count = nvec - first < slice ? nvec - first : slice;
                 if (count > 0) {
                     prefetch_l2(a.dy + next * a.dy_stride + head + first * VEC, count * 16);
                     prefetch_l2(a.x + next * a.x_stride + head + first * VEC, count * 16);
