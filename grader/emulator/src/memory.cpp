@@ -255,6 +255,29 @@ void check_typed_alignment(const void* addr, std::size_t alignment, const char* 
     raise_fault(cudaErrorMisalignedAddress, o.str());
 }
 
+void bulk_prefetch_l2(const void* addr, long long bytes) {
+    if (!tls_unit) return;  // host code of the submission, or the grader's own plain kernels
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    const char* what = nullptr;
+    cudaError_t code = cudaErrorMisalignedAddress;
+    if (a % 16 != 0) {
+        what = "its address is not a multiple of 16 (a bulk copy or prefetch needs 16-byte alignment)";
+    } else if (bytes <= 0 || bytes % 16 != 0) {
+        what = "its size is not a positive multiple of 16 bytes";
+        code = cudaErrorInvalidValue;
+    } else if (!device_range_ok(addr, static_cast<std::size_t>(bytes))) {
+        what = "the range is not inside one device buffer";
+        code = cudaErrorIllegalAddress;
+    }
+    if (!what) return;
+    std::ostringstream o;
+    o << (code == cudaErrorIllegalAddress ? "illegal address: " : code == cudaErrorMisalignedAddress ? "misaligned address: " : "invalid bulk prefetch: ")
+      << where_now() << " asks for a bulk L2 prefetch of " << bytes << " byte(s) at " << hex_address(a) << ": " << what;
+    const std::string line = source_line(__builtin_extract_return_addr(__builtin_return_address(0)));
+    if (!line.empty()) o << ", at " << line;
+    raise_fault(code, o.str());
+}
+
 namespace {
 
 [[noreturn, gnu::noinline, gnu::cold]] void report_misaligned(uintptr_t a, std::size_t bytes, bool write,

@@ -163,4 +163,48 @@ TEST_F(Emulator, AMisalignedLoadWithAnL2PolicyIsAMisalignedAddress) {
         << cudaGetErrorString(e);
 }
 
+// ---- bulk L2 prefetches: no value moves, but the operands are checked ------------------------
+
+__global__ void bulk_prefetch_kernel(const float* x, int offset, int bytes, float* y) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + offset), "r"(bytes) : "memory");
+    y[0] = x[0];
+}
+
+TEST_F(Emulator, ABulkPrefetchInsideABufferChangesNothing) {
+    Buffer<float> x(64), y(1);
+    x.set(std::vector<float>(64, 2.5f));
+    bulk_prefetch_kernel<<<1, 1>>>(x.d, 16, 192, y.d);  // the last 48 floats
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(y.get()[0], 2.5f);
+}
+
+TEST_F(Emulator, AMisalignedBulkPrefetchIsAMisalignedAddress) {
+    Buffer<float> x(64), y(1);
+    x.set(std::vector<float>(64, 1.0f));
+    bulk_prefetch_kernel<<<1, 1>>>(x.d, 1, 16, y.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("bulk L2 prefetch"), std::string::npos) << cudaGetErrorString(e);
+}
+
+TEST_F(Emulator, ABulkPrefetchPastItsBufferIsAnIllegalAddress) {
+    Buffer<float> x(64), y(1);
+    x.set(std::vector<float>(64, 1.0f));
+    bulk_prefetch_kernel<<<1, 1>>>(x.d, 16, 256, y.d);  // 64 bytes past the end
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("not inside one device buffer"), std::string::npos)
+        << cudaGetErrorString(e);
+}
+
+TEST_F(Emulator, ABulkPrefetchOfNoWholeChunkIsRefused) {
+    Buffer<float> x(64), y(1);
+    x.set(std::vector<float>(64, 1.0f));
+    bulk_prefetch_kernel<<<1, 1>>>(x.d, 0, 24, y.d);
+    const cudaError_t e = cudaDeviceSynchronize();
+    ASSERT_EQ(e, cudaErrorInvalidValue) << explain(e);
+    EXPECT_NE(std::string(cudaGetErrorString(e)).find("positive multiple of 16"), std::string::npos)
+        << cudaGetErrorString(e);
+}
+
 }  // namespace

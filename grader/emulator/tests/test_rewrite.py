@@ -49,10 +49,15 @@ class RewriteTest(unittest.TestCase):
         out = emu_rewrite.rewrite(src)
         self.assertEqual(out, "::emu::grid_dependency_wait();\n(void)0;")
 
-    def test_prefetch_hints_vanish_bulk_ones_too(self):
+    def test_a_prefetch_hint_vanishes_a_bulk_one_is_checked(self):
+        # A bulk prefetch moves nothing, but its address, size and range must be valid on the GPU.
         src = ('asm volatile("prefetch.global.L2 [%0];" ::"l"(p));\n'
-               'asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(n) : "memory");')
-        self.assertEqual(emu_rewrite.rewrite(src), "(void)0;\n(void)0;")
+               'asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + k), "r"(n * 16) : "memory");')
+        self.assertEqual(emu_rewrite.rewrite(src), "(void)0;\n::emu::bulk_prefetch_l2(p + k, n * 16);")
+
+    def test_operands_after_a_double_colon_are_inputs(self):
+        src = 'asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" : : "l"(::q), "r"(m));'
+        self.assertEqual(emu_rewrite.rewrite(src), "::emu::bulk_prefetch_l2(::q, m);")
 
     def test_unknown_ptx_is_a_compile_error_naming_it(self):
         out = emu_rewrite.rewrite('asm volatile("bar.sync 1;");')

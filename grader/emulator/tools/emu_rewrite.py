@@ -15,7 +15,8 @@ learner's own lines:
   asm volatile("griddepcontrol.wait;" ::: "memory")   -> ::emu::grid_dependency_wait()
   asm volatile("griddepcontrol.launch_dependents;")   -> ::emu::trigger_dependents()
   asm volatile("" : "+r"(v)) and prefetches (hints)   -> (void)0
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ...)  (a hint too)  -> (void)0
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(n))
+      -> ::emu::bulk_prefetch_l2(p, n)  (moves nothing; address, size and range checked)
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p))
                                                       -> (p) = 0ull  (an opaque cache policy)
   asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;" : "=r"(a), ... : "l"(ptr), "l"(p))
@@ -207,6 +208,7 @@ def rewrite_shared(text, masked):
 _TEMPLATE = r'\s*(?:"(?:[^"\\]|\\.)*"\s*)*'
 _CREATEPOLICY = re.compile(r"createpolicy\.fractional\.L2::evict_(last|first|normal|unchanged)"
                            r"(\.L2::evict_(last|first|normal|unchanged))?\.b64\s+%(?P<dest>\d+)\s*,\s*[0-9.]+f?\s*;?")
+_BULK_PREFETCH = re.compile(r"cp\.async\.bulk\.prefetch\.L2\.global\s*\[\s*%(?P<addr>\d+)\s*\]\s*,\s*%(?P<size>\d+)\s*;?")
 _HINTED_LOAD = re.compile(r"ld\.global(\.nc)?(\.L1::(evict_normal|evict_first|evict_last|evict_unchanged|no_allocate))?"
                           r"\.L2::cache_hint(\.v(?P<width>2|4))?\.(u32|b32|s32|f32)\s+"
                           r"(?P<dests>\{\s*%\d+(\s*,\s*%\d+)*\s*\}|%\d+)\s*,\s*\[\s*%(?P<addr>\d+)\s*\]\s*,\s*%\d+\s*;?")
@@ -215,15 +217,23 @@ _HINTED_LOAD = re.compile(r"ld\.global(\.nc)?(\.L1::(evict_normal|evict_first|ev
 def _operands(body, line):
     """The C++ expressions of an asm statement's operands, outputs first, as PTX numbers them."""
     rest = body[re.match(_TEMPLATE, body).end():]
-    sections, depth, start = [], 0, 0
-    for i, c in enumerate(rest):
+    sections, depth, start, i = [], 0, 0, 0
+    while i < len(rest):
+        c = rest[i]
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
+        elif depth == 0 and rest[i:i + 2] == "::" and rest[i + 2:].lstrip().startswith('"'):
+            # `asm("..." :: "l"(p))`: no outputs, the two separators written together (a C++
+            # scope `::name` is never followed by a string literal).
+            sections += [rest[start:i], ""]
+            start = i + 2
+            i += 1
         elif c == ":" and depth == 0 and rest[i - 1:i] != ":" and rest[i + 1:i + 2] != ":":
             sections.append(rest[start:i])
             start = i + 1
+        i += 1
     sections.append(rest[start:])
     exprs = []
     for section in sections[1:3]:  # outputs, inputs (sections[0] is what precedes the first colon)
@@ -231,7 +241,7 @@ def _operands(body, line):
             close = _match_forward(section, m.end() - 1, "(", ")")
             exprs.append(section[m.end():close - 1].strip())
     if not exprs:
-        raise RewriteError(f"line {line}: an asm statement with a cache policy but no operands")
+        raise RewriteError(f"line {line}: an asm statement whose operands the emulator needs has none")
     return exprs
 
 
@@ -263,8 +273,11 @@ def rewrite_asm(text, masked):
             replacement = "::emu::grid_dependency_wait()"
         elif "griddepcontrol.launch_dependents" in template:
             replacement = "::emu::trigger_dependents()"
-        elif template.strip() == "" or template.strip().startswith(("prefetch", "cp.async.bulk.prefetch")):
-            replacement = "(void)0"  # register pinning and prefetch hints (bulk too): no effect on results
+        elif (bulk := _BULK_PREFETCH.fullmatch(template.strip())) is not None:
+            ops = _operands(body, _line_of(text, m.start()))
+            replacement = f"::emu::bulk_prefetch_l2({ops[int(bulk.group('addr'))]}, {ops[int(bulk.group('size'))]})"
+        elif template.strip() == "" or template.strip().startswith("prefetch"):
+            replacement = "(void)0"  # register pinning and prefetch hints: no effect on results
         elif (hinted := _cache_hint_call(template.strip(), body, _line_of(text, m.start()))) is not None:
             replacement = hinted
         else:

@@ -57,6 +57,10 @@ unsigned query_shared_rank(const void* addr);
 void kernel_cluster_dims(unsigned x, unsigned y = 1, unsigned z = 1);
 /// Lets other fibers run (used by spin loops such as __nanosleep).
 void yield_thread();
+/// `cp.async.bulk.prefetch.L2.global [addr], bytes;`: a hint that moves no value, but the GPU
+/// still requires a 16-byte aligned address, a size that is a positive multiple of 16 and a range
+/// inside one device buffer, so those are checked as a 16-byte access would be.
+void bulk_prefetch_l2(const void* addr, long long bytes);
 
 template <typename T>
 inline uint64_t to_bits(T v) {
