@@ -321,11 +321,13 @@ std::vector<BackCase> backward_cases() {
     v.push_back(null_ws);
     for (const BackCase& c : layout_cases()) v.push_back(c);
     // dy alone misaligned: no vector width fits and the rows cannot be peeled alike, so they move one
-    // element at a time, in rows longer than one block of such rows holds (8 elements a thread).
+    // element at a time, in rows longer than one block of such rows holds (8 elements a thread), and
+    // more rows than the device holds row groups: a group walks several rows, and anything it does
+    // for its next row (a prefetch asks for 16-byte aligned addresses) meets dy's misaligned rows.
     BackCase scalar_long{"dy_base_misaligned_long_rows",
-                         "dy alone one element past a 256-byte boundary (aligned to its element size only) in rows of "
-                         "9000 columns: long rows that no vector width fits",
-                         64, 9000};
+                         "dy alone one element past a 256-byte boundary (aligned to its element size only) in 2000 "
+                         "rows of 9000 columns: long rows that no vector width fits, each row group walking several",
+                         2000, 9000};
     scalar_long.own_layout = kDy;
     scalar_long.own_misalign = 1;
     v.push_back(scalar_long);
