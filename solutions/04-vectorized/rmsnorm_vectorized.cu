@@ -273,9 +273,10 @@ __device__ __forceinline__ Pack<T, VEC> load_skewed(const T* base, int idx, int 
  * Before it loads the row, each thread shifts its weight vectors into place for the row's offset
  * and keeps them in dynamic shared memory (its own slots: no barrier), so the shift's registers
  * are free again by the time the row's are needed, and the row reads them with one aligned
- * 16-byte load each.
+ * 16-byte load each. RESIDENT (a grid of whole periods, launch_peeled_block): the rows a block
+ * walks share one offset, so it shifts the weight only when the offset changes, once.
  */
-template <typename T, int G, int ITERS, int MIN_BLOCKS>
+template <typename T, int G, int ITERS, int MIN_BLOCKS, bool RESIDENT = false>
 __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a) {
     constexpr int VEC = 16 / static_cast<int>(sizeof(T));
     using P = Pack<T, VEC>;
@@ -285,6 +286,7 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
     const int lane = threadIdx.x;
     const float inv_cols = 1.0f / static_cast<float>(a.cols);
     int bank = 0;
+    int staged = -1;  // RESIDENT: the head whose shifted weight the slots hold
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         const T* xrow = a.x + row * a.x_row_stride;
         T* yrow = a.y + row * a.y_row_stride;
@@ -292,7 +294,10 @@ __global__ void __launch_bounds__(G, MIN_BLOCKS) rmsnorm_peeled_kernel(Args<T> a
         const int nvec = (a.cols - head) / VEC;
         const int tail = a.cols - head - nvec * VEC;
         const int tail_col = head + nvec * VEC + lane;
-        {
+        // A block a row shifts unconditionally: behind a condition the shift's loads no longer
+        // overlap the row's (0.55-0.71x at 1023 to 16383 columns on an H200).
+        if (!RESIDENT || head != staged) {
+            staged = head;
             const int skew = skew_of<T, VEC>(a.weight + head);
             const T* wbase = a.weight + head - skew;
 #pragma unroll
@@ -881,15 +886,38 @@ inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintp
 
 /// [peel-launch]
 /// The peeled kernel: a block of G threads a row, ITERS vectors a thread, MIN_BLOCKS blocks an SM.
+/// A block of 1024 threads of 4 or 8 vectors (rows of 2049 to 8192 vectors) is alone on its SM,
+/// so nothing hides the shift of the weight at the start of each of its rows. On fast memory, with
+/// more 16-bit rows than SMs, the grid is instead the SMs rounded down to a multiple of 8, the
+/// longest period of the rows' offsets, where that adds no wave: the rows a block walks share one
+/// offset and it shifts the weight once. On an H200 1.14-1.16x at 32767 and 65535 columns; shorter
+/// rows, whose blocks share an SM, were 0.93-0.95x on such a grid (performance.md, "On an H200").
 template <typename T, int G, int ITERS, int MIN_BLOCKS>
 cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
-    auto kernel = rmsnorm_peeled_kernel<T, G, ITERS, MIN_BLOCKS>;
     constexpr int kSmem = ITERS * G * 16;
+    auto kernel = rmsnorm_peeled_kernel<T, G, ITERS, MIN_BLOCKS>;
+    int64_t resident = 0;
+    if constexpr (G * MIN_BLOCKS == 1024 && sizeof(T) == 2) {
+        double gbps = 0.0;
+        int device = 0, sms = 0;
+        cudaError_t err = peak_dram_gbps(&gbps);
+        if (err == cudaSuccess) err = cudaGetDevice(&device);
+        if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        if (err != cudaSuccess) return err;
+        // Whole periods of blocks, and no more waves than a block a row takes (129 rows on 132 SMs
+        // are one wave of blocks but two of a grid of 128).
+        const int64_t blocks = sms / 8 * 8;
+        if (gbps >= kFastMemoryGBps && blocks > 0 && a.rows > blocks &&
+            (a.rows + blocks - 1) / blocks <= (a.rows + sms - 1) / sms) {
+            resident = blocks;
+            kernel = rmsnorm_peeled_kernel<T, G, ITERS, MIN_BLOCKS, true>;
+        }
+    }
     if constexpr (kSmem > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
         if (err != cudaSuccess) return err;
     }
-    kernel<<<grid_for(a.rows), G, kSmem, stream>>>(a);
+    kernel<<<resident > 0 ? static_cast<unsigned>(resident) : grid_for(a.rows), G, kSmem, stream>>>(a);
     return cudaGetLastError();
 }
 

@@ -29,7 +29,8 @@ std::vector<RowsBenchSpec> bench_shapes([[maybe_unused]] bool full) {
 
 /// Cases of this lesson's kernels that the shared table does not reach: many rows of 4097 to 16384
 /// 16-bit columns whose last step is partly full, fp32 rows past 32768 columns in steps of 4096
-/// vectors the last of which is partly full, long rows whose starts are not 16-byte aligned, and
+/// vectors the last of which is partly full, long rows whose starts are not 16-byte aligned (few and
+/// many of them), and
 /// decode batches whose rows leave part of the decode kernel's block idle.
 std::vector<RowsCase> own_cases() {
     RowsCase many{"many_rows_cols_9000", "300 rows of 9000 columns: more rows than the few-rows shapes take, each "
@@ -44,6 +45,9 @@ std::vector<RowsCase> own_cases() {
                  "address: long rows peeled to their 16-byte boundaries", 3, 32768};
     mis.x_mis = mis.w_mis = mis.y_mis = 1;
     mis.strided_only = true;
+    RowsCase walk{"odd_cols_long_many_rows", "200 rows of 32767 columns: long odd rows peeled to their 16-byte "
+                  "boundaries (fp16/bf16), more rows than the device has SMs, so a kernel that keeps a block on "
+                  "several rows sees each of them start at its own offset", 200, 32767};
     RowsCase part{"few_rows_part_block", "3 rows of 2056 columns: a decode batch whose row leaves part of its "
                   "block idle (257 16-byte vectors of fp16/bf16 in 512 threads), the last row ending at the end of "
                   "x, weight and y", 3, 2056};
@@ -51,7 +55,7 @@ std::vector<RowsCase> own_cases() {
                  "16-byte vectors a thread whose last ones are partly idle; the padding stays untouched", 5, 5128};
     two.x_pad = 8;
     two.y_pad = 24;
-    return {many, last, odd, mis, part, two};
+    return {many, last, odd, mis, walk, part, two};
 }
 
 LessonPlan plan(const Submission& student, const Submission* reference, const PlanOptions& opt) {
