@@ -891,7 +891,7 @@ inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintp
 /// more 16-bit rows than SMs, the grid is instead the SMs rounded down to a multiple of 8, the
 /// longest period of the rows' offsets, where that adds no wave: the rows a block walks share one
 /// offset and it shifts the weight once. On an H200 1.14-1.16x at 32767 and 65535 columns; shorter
-/// rows, whose blocks share an SM, were 0.93-0.95x on such a grid (performance.md, "On an H200").
+/// rows, whose blocks share an SM, were 0.93-1.00x on such a grid (performance.md, "On an H200").
 template <typename T, int G, int ITERS, int MIN_BLOCKS>
 cudaError_t launch_peeled_block(const Args<T>& a, cudaStream_t stream) {
     constexpr int kSmem = ITERS * G * 16;
