@@ -178,33 +178,31 @@ TEST_F(Emulator, ABulkPrefetchInsideABufferChangesNothing) {
     EXPECT_EQ(y.get()[0], 2.5f);
 }
 
-TEST_F(Emulator, AMisalignedBulkPrefetchIsAMisalignedAddress) {
+/// One bulk prefetch of `bytes` from element `offset` of a 64-float buffer: success when the launch fails
+/// with `want` and its message names `why`.
+testing::AssertionResult bulk_prefetch_refused(int offset, int bytes, cudaError_t want, const char* why) {
     Buffer<float> x(64), y(1);
     x.set(std::vector<float>(64, 1.0f));
-    bulk_prefetch_kernel<<<1, 1>>>(x.d, 1, 16, y.d);
+    bulk_prefetch_kernel<<<1, 1>>>(x.d, offset, bytes, y.d);
     const cudaError_t e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorMisalignedAddress) << explain(e);
-    EXPECT_NE(std::string(cudaGetErrorString(e)).find("bulk L2 prefetch"), std::string::npos) << cudaGetErrorString(e);
+    const std::string message = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    if (e != want) return testing::AssertionFailure() << "expected " << cudaGetErrorName(want) << ", got " << message;
+    if (message.find(why) == std::string::npos)
+        return testing::AssertionFailure() << "the message does not say \"" << why << "\": " << message;
+    return testing::AssertionSuccess();
+}
+
+TEST_F(Emulator, AMisalignedBulkPrefetchIsAMisalignedAddress) {
+    EXPECT_TRUE(bulk_prefetch_refused(1, 16, cudaErrorMisalignedAddress, "bulk L2 prefetch"));
 }
 
 TEST_F(Emulator, ABulkPrefetchPastItsBufferIsAnIllegalAddress) {
-    Buffer<float> x(64), y(1);
-    x.set(std::vector<float>(64, 1.0f));
-    bulk_prefetch_kernel<<<1, 1>>>(x.d, 16, 256, y.d);  // 64 bytes past the end
-    const cudaError_t e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorIllegalAddress) << explain(e);
-    EXPECT_NE(std::string(cudaGetErrorString(e)).find("not inside one device buffer"), std::string::npos)
-        << cudaGetErrorString(e);
+    // 64 bytes past the end
+    EXPECT_TRUE(bulk_prefetch_refused(16, 256, cudaErrorIllegalAddress, "not inside one device buffer"));
 }
 
 TEST_F(Emulator, ABulkPrefetchOfNoWholeChunkIsRefused) {
-    Buffer<float> x(64), y(1);
-    x.set(std::vector<float>(64, 1.0f));
-    bulk_prefetch_kernel<<<1, 1>>>(x.d, 0, 24, y.d);
-    const cudaError_t e = cudaDeviceSynchronize();
-    ASSERT_EQ(e, cudaErrorInvalidValue) << explain(e);
-    EXPECT_NE(std::string(cudaGetErrorString(e)).find("positive multiple of 16"), std::string::npos)
-        << cudaGetErrorString(e);
+    EXPECT_TRUE(bulk_prefetch_refused(0, 24, cudaErrorInvalidValue, "positive multiple of 16"));
 }
 
 }  // namespace
