@@ -581,6 +581,58 @@ __global__ void __launch_bounds__(BLOCK, RESIDENT / BLOCK) rmsnorm_two_pass_l2_k
 }
 /// [two-pass-l2]
 
+/// [two-pass-exact]
+/// Rows of exactly 2 · BLOCK 16-bit vectors (BLOCK a whole number of warps), one a block, on fast
+/// memory (an H200): the row read twice through the L2 as rmsnorm_two_pass_l2_kernel does, with
+/// no row loop, no step loop and no bounds test. Each thread issues its two loads of x, then
+/// after the reduction its two loads of x again and its two of the weight, all before the first
+/// store: the general kernels issue each vector's weight load after the previous vector's store,
+/// and with that code in them 32 registers cannot hold both loads. Measured on an H200 against
+/// the register-held row at full occupancy (one process, both dtypes, two rounds): 2.2-2.7%
+/// faster at 32768 × 6144 and 7168, 3-7% at 8192 columns (4096 to 16384 rows), level with
+/// `torch.compile`, whose kernel reads these rows the same way; held in registers with the same
+/// loads batched, level with the reference (performance.md, "On an H200").
+template <typename T, int VEC, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 2048 / BLOCK) rmsnorm_two_pass_exact_kernel(Args<T> a) {
+    using P = Pack<T, VEC>;
+    static_assert(BLOCK % kWarpSize == 0, "the block reduction takes whole warps");
+    __shared__ Partials<BLOCK> partials;
+    const int64_t row = blockIdx.x;  // the grid is the rows
+    const P* xr = reinterpret_cast<const P*>(a.x + row * a.x_row_stride) + threadIdx.x;
+    P* yr = reinterpret_cast<P*>(a.y + row * a.y_row_stride) + threadIdx.x;
+    const uint4* w = reinterpret_cast<const uint4*>(a.weight) + threadIdx.x;
+    P x0 = load_l2<L2Priority::kEvictLast>(xr);
+    P x1 = load_l2<L2Priority::kEvictLast>(xr + BLOCK);
+    const float inv_cols = 1.0f / static_cast<float>(a.cols);
+    float sum = 0.0f;
+    {
+        float f[VEC];
+        unpack(x0, f);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+        unpack(x1, f);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sum = fmaf(f[k], f[k], sum);
+    }
+    sum = block_sum<BLOCK>(sum, partials, 0);  // one row a block: one bank is enough
+    const float inv_rms = 1.0f / sqrtf(sum * inv_cols + a.eps);
+    x0 = load_l2<L2Priority::kEvictFirst>(xr);
+    x1 = load_l2<L2Priority::kEvictFirst>(xr + BLOCK);
+    const uint4 w0 = __ldg(w), w1 = __ldg(w + BLOCK);
+    float f[VEC], g[VEC];
+    unpack(x0, f);
+    unpack(*reinterpret_cast<const P*>(&w0), g);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+    yr[0] = pack<T, VEC>(f);
+    unpack(x1, f);
+    unpack(*reinterpret_cast<const P*>(&w1), g);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) f[k] = f[k] * inv_rms * g[k];
+    yr[BLOCK] = pack<T, VEC>(f);
+}
+/// [two-pass-exact]
+
 /**
  * Short rows at full width (32·ITERS vectors, 256, 512 or 1024 fp16/bf16 columns): one-warp
  * blocks, each lane owning vectors lane and lane + 32 (ITERS of them) of R consecutive
@@ -759,6 +811,13 @@ cudaError_t launch_two_pass_l2(const Args<T>& a, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
+/// One block of BLOCK threads a row of exactly 2 · BLOCK vectors (rmsnorm_two_pass_exact_kernel).
+template <typename T, int VEC, int BLOCK>
+cudaError_t launch_two_pass_exact(const Args<T>& a, cudaStream_t stream) {
+    rmsnorm_two_pass_exact_kernel<T, VEC, BLOCK><<<grid_for(a.rows), BLOCK, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
 /// [memory-speed]
 /// Peak DRAM bandwidth past which the long 16-bit rows take the fast-memory plan, in GB/s: between
 /// an H100's 3352 and an H200's 4915, the two GPUs these plans were measured on.
@@ -776,11 +835,12 @@ inline cudaError_t peak_dram_gbps(double* gbps) {
 }
 
 /// Many long 16-bit rows (641 to 4096 vectors) on a GPU whose DRAM is fast beside its L2 (an
-/// H200): each row held in registers and read once. A second read from the L2 pays only while DRAM
-/// is the slower of the two; on an H200, one process, both dtypes, against the L2 read-twice
-/// kernel: 10-11% faster at 6144 columns, 4-6% at 7168, 3-9% at 8192, 1-6% at 16384, and 512
-/// threads of 8 vectors (the ladder below) 12% faster than 1024 of 4 at 32768 (performance.md,
-/// "On an H200"). Returns false where the H100's plan applies.
+/// H200): each row held in registers and read once, on an H200 (one process, both dtypes) faster
+/// than the general L2 read-twice kernel by 10-11% at 6144 columns, 4-6% at 7168, 3-9% at 8192,
+/// 1-6% at 16384, and 512 threads of 8 vectors (the ladder below) 12% faster than 1024 of 4 at
+/// 32768. Rows of exactly 2 · G vectors are the exception: without the general kernel's loops and
+/// bounds tests, reading them twice is 2-7% faster than holding them (rmsnorm_two_pass_exact_kernel;
+/// performance.md, "On an H200"). Returns false where the H100's plan applies.
 template <typename T, int VEC>
 bool launch_fast_memory(const Args<T>& a, cudaStream_t stream, cudaError_t* err) {
     const int nvec = a.cols / VEC;
@@ -789,6 +849,20 @@ bool launch_fast_memory(const Args<T>& a, cudaStream_t stream, cudaError_t* err)
     *err = peak_dram_gbps(&gbps);
     if (*err != cudaSuccess) return true;
     if (gbps < kFastMemoryGBps) return false;
+    // Rows of 2 · G vectors, G a whole number of warps, fewer rows than a grid holds: read twice
+    // through the L2 by a kernel with no loops (measured at 6144, 7168 and 8192 columns; the
+    // other lengths of this form share its launch shape).
+    if (nvec % (2 * kWarpSize) == 0 && nvec <= 1024 && a.rows <= kMaxGrid) {
+        switch (nvec / 2) {
+            case 352: *err = launch_two_pass_exact<T, VEC, 352>(a, stream); return true;
+            case 384: *err = launch_two_pass_exact<T, VEC, 384>(a, stream); return true;
+            case 416: *err = launch_two_pass_exact<T, VEC, 416>(a, stream); return true;
+            case 448: *err = launch_two_pass_exact<T, VEC, 448>(a, stream); return true;
+            case 480: *err = launch_two_pass_exact<T, VEC, 480>(a, stream); return true;
+            case 512: *err = launch_two_pass_exact<T, VEC, 512>(a, stream); return true;
+            default: break;
+        }
+    }
     if (nvec <= 768) *err = launch_full_occupancy<T, VEC, 384>(a, stream);
     else if (nvec <= 896) *err = launch_rows<T, VEC, 256, 4>(a, stream);
     else if (nvec <= 1024) *err = launch_full_occupancy<T, VEC, 512>(a, stream);

@@ -30,7 +30,7 @@ std::vector<RowsBenchSpec> bench_shapes([[maybe_unused]] bool full) {
 /// Cases of this lesson's kernels that the shared table does not reach: many rows of 4097 to 16384
 /// 16-bit columns whose last step is partly full, fp32 rows past 32768 columns in steps of 4096
 /// vectors the last of which is partly full, long rows whose starts are not 16-byte aligned (few and
-/// many of them), and
+/// many of them), many padded rows of exactly two vectors a thread in a block of 448, and
 /// decode batches whose rows leave part of the decode kernel's block idle.
 std::vector<RowsCase> own_cases() {
     RowsCase many{"many_rows_cols_9000", "300 rows of 9000 columns: more rows than the few-rows shapes take, each "
@@ -48,6 +48,11 @@ std::vector<RowsCase> own_cases() {
     RowsCase walk{"odd_cols_long_many_rows", "200 rows of 32767 columns: long odd rows peeled to their 16-byte "
                   "boundaries (fp16/bf16), more rows than the device has SMs, so a kernel that keeps a block on "
                   "several rows sees each of them start at its own offset", 200, 32767};
+    RowsCase pair{"many_rows_cols_7168_strided", "300 rows of 7168 columns in padded rows: 896 16-byte vectors of "
+                  "fp16/bf16 a row, two a thread in 448 threads (a block that is no power of two); the padding stays "
+                  "untouched", 300, 7168};
+    pair.x_pad = 8;
+    pair.y_pad = 24;
     RowsCase part{"few_rows_part_block", "3 rows of 2056 columns: a decode batch whose row leaves part of its "
                   "block idle (257 16-byte vectors of fp16/bf16 in 512 threads), the last row ending at the end of "
                   "x, weight and y", 3, 2056};
@@ -55,7 +60,7 @@ std::vector<RowsCase> own_cases() {
                  "16-byte vectors a thread whose last ones are partly idle; the padding stays untouched", 5, 5128};
     two.x_pad = 8;
     two.y_pad = 24;
-    return {many, last, odd, mis, walk, part, two};
+    return {many, last, odd, mis, walk, pair, part, two};
 }
 
 LessonPlan plan(const Submission& student, const Submission* reference, const PlanOptions& opt) {
