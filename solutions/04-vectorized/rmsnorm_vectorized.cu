@@ -850,16 +850,15 @@ bool launch_fast_memory(const Args<T>& a, cudaStream_t stream, cudaError_t* err)
     if (*err != cudaSuccess) return true;
     if (gbps < kFastMemoryGBps) return false;
     // Rows of 2 · G vectors, G a whole number of warps, fewer rows than a grid holds: read twice
-    // through the L2 by a kernel with no loops (measured at 6144, 7168 and 8192 columns; the
-    // other lengths of this form share its launch shape).
-    if (nvec % (2 * kWarpSize) == 0 && nvec <= 1024 && a.rows <= kMaxGrid) {
-        switch (nvec / 2) {
-            case 352: *err = launch_two_pass_exact<T, VEC, 352>(a, stream); return true;
-            case 384: *err = launch_two_pass_exact<T, VEC, 384>(a, stream); return true;
-            case 416: *err = launch_two_pass_exact<T, VEC, 416>(a, stream); return true;
-            case 448: *err = launch_two_pass_exact<T, VEC, 448>(a, stream); return true;
-            case 480: *err = launch_two_pass_exact<T, VEC, 480>(a, stream); return true;
-            case 512: *err = launch_two_pass_exact<T, VEC, 512>(a, stream); return true;
+    // through the L2 by a kernel with no loops (measured at 5632, 6144, 7168 and 8192 columns).
+    if (a.rows <= kMaxGrid) {
+        switch (nvec) {
+            case 704: *err = launch_two_pass_exact<T, VEC, 352>(a, stream); return true;
+            case 768: *err = launch_two_pass_exact<T, VEC, 384>(a, stream); return true;
+            case 832: *err = launch_two_pass_exact<T, VEC, 416>(a, stream); return true;
+            case 896: *err = launch_two_pass_exact<T, VEC, 448>(a, stream); return true;
+            case 960: *err = launch_two_pass_exact<T, VEC, 480>(a, stream); return true;
+            case 1024: *err = launch_two_pass_exact<T, VEC, 512>(a, stream); return true;
             default: break;
         }
     }
